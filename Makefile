@@ -1,0 +1,63 @@
+# sandproof: `make serve` runs both mocks, `make test` runs everything CI runs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+STAMP := $(VENV)/.sandproof-installed
+NEMO_STAMP := $(VENV)/.nemo-gym-installed
+OSS_VENV := .venv-oss
+OSS_STAMP := $(OSS_VENV)/.installed
+TARGET ?= mock
+HYPOTHESIS_PROFILE ?= ci
+
+.PHONY: serve test lint unit bench bench-smoke contracts sdk-matrix clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PIP) install --upgrade pip
+	$(PIP) install -e '.[dev]'
+	touch $@
+
+# NeMo Gym 0.7.0 declares Python >= 3.13.14; its sandbox layer runs on 3.11 (see docs/nemo-gym.md).
+$(NEMO_STAMP): $(STAMP)
+	$(PIP) install --no-deps --ignore-requires-python nemo-gym==0.7.0
+	$(PIP) install PyYAML pydantic omegaconf 'tenacity>=9.1.4' aiohttp
+	touch $@
+
+# The real opensandbox-server lives in its own venv: its pins must not move the SDK's.
+$(OSS_STAMP):
+	$(PYTHON) -m venv $(OSS_VENV)
+	$(OSS_VENV)/bin/python -m pip --disable-pip-version-check -q install opensandbox-server==1.1.1
+	touch $@
+
+install: $(STAMP) $(NEMO_STAMP) $(OSS_STAMP)
+
+serve: $(STAMP)
+	$(VENV)/bin/sandproof serve
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+unit: install
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -q --junitxml=reports/junit.xml
+
+bench-smoke: $(STAMP)
+	$(PY) bench/run_all.py --smoke
+
+test: lint unit bench-smoke
+
+bench: install
+	$(PY) bench/run_all.py
+
+contracts: install
+	$(VENV)/bin/sandproof check --target $(TARGET)
+
+sdk-matrix: $(STAMP)
+	$(PY) -m harness.sdk_matrix
+
+clean:
+	rm -rf $(VENV) $(OSS_VENV) reports .mypy_cache .ruff_cache .hypothesis

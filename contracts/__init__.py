@@ -1,0 +1,1 @@
+"""Reference network policy for TensorLake, OpenSandbox and NeMo Gym's sandbox restriction."""

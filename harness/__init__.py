@@ -1,0 +1,1 @@
+"""Contract tests, pytest plugin and CLI that check any sandbox-provider implementation."""

@@ -1,0 +1,3 @@
+"""pytest plugin: fixtures and options for running sandproof contracts."""
+
+from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Stateful, fault-injectable mock servers of the TensorLake and OpenSandbox sandbox APIs."""

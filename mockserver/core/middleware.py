@@ -1,0 +1,199 @@
+"""ASGI wrappers that every mock shares: the request journal and fault injection."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .clock import VirtualClock
+from .faults import FaultRule, FaultSet
+from .journal import BODY_LIMIT, Journal, JournalEntry, RequestNotes
+
+NOTES_KEY = "sandproof_notes"
+TRANSPORT_KEY = "sandproof_transport"
+ADMIN_PREFIX = "/_mock"
+_HEADER_IDS = (b"x-tensorlake-sandbox-id", b"x-sandbox-id", b"opensandbox-sandbox-id")
+_PORT_LABEL = re.compile(r"^\d{1,5}-(.+)$")
+_REDACT = {"authorization", "cookie", "open-sandbox-api-key", "x-api-key"}
+
+
+def notes(scope: Scope) -> RequestNotes:
+    """Return the notes a route keeps about the current request (created on first use)."""
+    state: dict[str, Any] = scope.setdefault("state", {})
+    found = state.get(NOTES_KEY)
+    if not isinstance(found, RequestNotes):
+        found = RequestNotes()
+        state[NOTES_KEY] = found
+    return found
+
+
+def abort_connection(scope: Scope, receive: Receive) -> None:
+    """Drop the client's connection at once (a reset); raise where no socket exists (in-process)."""
+    transport = scope.get(TRANSPORT_KEY) or _transport_of(receive)
+    if transport is not None:
+        transport.abort()
+        return
+    raise ConnectionResetError("connection dropped by a sandproof fault")
+
+
+def _transport_of(receive: Receive) -> Any:
+    return getattr(getattr(receive, "__self__", None), "transport", None)
+
+
+def _is_admin(scope: Scope) -> bool:
+    return scope["type"] != "http" or str(scope.get("path", "")).startswith(ADMIN_PREFIX)
+
+
+def sandbox_ids_in(scope: Scope) -> frozenset[str]:
+    """Return every string in the request that could name a sandbox (path segments, host labels)."""
+    found = {seg for seg in str(scope.get("path", "")).split("/") if seg}
+    headers = dict(scope.get("headers") or [])
+    host = headers.get(b"host", b"").decode("latin-1").split(":")[0]
+    for label in host.split("."):
+        found.add(label)
+        match = _PORT_LABEL.match(label)
+        if match:
+            found.add(match.group(1))
+    for name in _HEADER_IDS:
+        if name in headers:
+            found.add(headers[name].decode("latin-1"))
+    return frozenset(found)
+
+
+class JournalMiddleware:
+    """Record every non-admin request, its body (bounded) and the status it got."""
+
+    def __init__(self, app: ASGIApp, journal: Journal, clock: VirtualClock, provider: str) -> None:
+        self.app = app
+        self.journal = journal
+        self.clock = clock
+        self.provider = provider
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if _is_admin(scope):
+            await self.app(scope, receive, send)
+            return
+        transport = _transport_of(receive)
+        if transport is not None:
+            scope[TRANSPORT_KEY] = transport
+        request_notes = notes(scope)
+        body = bytearray()
+        status = 0
+
+        async def recording_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and len(body) < BODY_LIMIT:
+                body.extend(message.get("body", b"")[: BODY_LIMIT - len(body)])
+            return message
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, recording_receive, recording_send)
+        finally:
+            self._record(scope, request_notes, bytes(body), status)
+
+    def _record(self, scope: Scope, request_notes: RequestNotes, body: bytes, status: int) -> None:
+        headers = {
+            k.decode("latin-1"): ("<redacted>" if k.decode("latin-1") in _REDACT else v.decode("latin-1"))
+            for k, v in scope.get("headers") or []
+        }
+        self.journal.record(
+            JournalEntry(
+                seq=self.journal.next_seq(),
+                time=self.clock.now(),
+                provider=self.provider,
+                method=str(scope.get("method", "")),
+                path=str(scope.get("path", "")),
+                query=bytes(scope.get("query_string", b"")).decode("latin-1"),
+                headers=headers,
+                body=body.decode("utf-8", "replace"),
+                status=status,
+                tenant=request_notes.tenant,
+                sandbox_id=request_notes.sandbox_id,
+                fault=request_notes.fault,
+                unknown_fields=tuple(sorted(set(request_notes.unknown_fields))),
+            )
+        )
+
+
+class FaultMiddleware:
+    """Apply the first fault rule that fires for a request; otherwise pass it through."""
+
+    def __init__(self, app: ASGIApp, faults: FaultSet) -> None:
+        self.app = app
+        self.faults = faults
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if _is_admin(scope):
+            await self.app(scope, receive, send)
+            return
+        rule = self.faults.take(str(scope.get("method", "")), str(scope.get("path", "")), sandbox_ids_in(scope))
+        if rule is None:
+            await self.app(scope, receive, send)
+            return
+        notes(scope).fault = rule.name
+        if rule.delay and rule.delay_phase == "before":
+            await asyncio.sleep(rule.delay)
+        if rule.action == "respond":
+            await _respond(rule, send)
+        elif rule.action == "drop":
+            abort_connection(scope, receive)
+        elif rule.action == "delay":
+            if rule.delay_phase == "after":
+                await _delayed(self.app, rule, scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
+        else:
+            await self.app(scope, receive, _stream_breaker(rule, scope, receive, send))
+
+
+async def _respond(rule: FaultRule, send: Send) -> None:
+    payload, ctype = rule.response_bytes()
+    headers = [(b"content-type", ctype.encode()), (b"content-length", str(len(payload)).encode())]
+    headers += [(k.lower().encode(), v.encode()) for k, v in rule.headers.items()]
+    await send({"type": "http.response.start", "status": rule.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def _delayed(app: ASGIApp, rule: FaultRule, scope: Scope, receive: Receive, send: Send) -> None:
+    held: list[Message] = []
+
+    async def hold(message: Message) -> None:
+        held.append(message)
+
+    await app(scope, receive, hold)
+    await asyncio.sleep(rule.delay)
+    for message in held:
+        await send(message)
+
+
+def _stream_breaker(rule: FaultRule, scope: Scope, receive: Receive, send: Send) -> Send:
+    chunks = 0
+    broken = False
+
+    async def breaking_send(message: Message) -> None:
+        nonlocal chunks, broken
+        if broken:
+            return
+        if message["type"] != "http.response.body":
+            await send(message)
+            return
+        if chunks >= rule.after_chunks:
+            if rule.action == "stall_stream":
+                await asyncio.sleep(rule.stall_seconds)
+            broken = True
+            abort_connection(scope, receive)
+            return
+        if message.get("body"):
+            chunks += 1
+        await send(message)
+
+    return breaking_send

@@ -1,0 +1,104 @@
+"""Run an ASGI app under uvicorn in a background thread on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from types import TracebackType
+
+import uvicorn
+from starlette.types import ASGIApp
+
+
+class MockServer:
+    """Serve an ASGI app on a real socket from a daemon thread; a context manager.
+
+    ``port=0`` picks a free port. ``timeout_keep_alive`` is how long an idle keep-alive
+    connection stays open: set it below a client's pool expiry to exercise stale sockets.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        timeout_keep_alive: float = 5.0,
+        log_level: str = "warning",
+        ready_timeout: float = 10.0,
+    ) -> None:
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port {port} is outside 0-65535")
+        if timeout_keep_alive <= 0:
+            raise ValueError("timeout_keep_alive must be positive")
+        self.app = app
+        self.host = host
+        self._requested_port = port
+        self._config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            lifespan="off",
+            timeout_keep_alive=int(timeout_keep_alive) if timeout_keep_alive >= 1 else 1,
+            access_log=False,
+            ws="auto",
+        )
+        self._keep_alive = timeout_keep_alive
+        self._ready_timeout = ready_timeout
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        """Return the base URL, e.g. ``http://127.0.0.1:54321``."""
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> MockServer:
+        """Bind the socket and start serving; return once the server accepts connections."""
+        if self._thread is not None:
+            raise RuntimeError("server already started")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self._requested_port))
+        sock.listen(1024)
+        sock.set_inheritable(True)
+        self._socket = sock
+        self.port = sock.getsockname()[1]
+        server = uvicorn.Server(self._config)
+        server.config.timeout_keep_alive = self._keep_alive  # type: ignore[assignment]
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name=f"sandproof-{self.port}", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + self._ready_timeout
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"mock server on {self.url} did not start")
+            time.sleep(0.002)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread to end."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
+
+    def __enter__(self) -> MockServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,215 @@
+"""Request validation that answers like the real server's FastAPI/pydantic layer (422 ``{"detail": [...]}``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from mockserver.core import read_body
+
+CREATE_FIELDS = frozenset(
+    {
+        "image",
+        "snapshotId",
+        "platform",
+        "timeout",
+        "resourceLimits",
+        "resourceRequests",
+        "env",
+        "metadata",
+        "lifecycle",
+        "entrypoint",
+        "networkPolicy",
+        "credentialProxy",
+        "secureAccess",
+        "volumes",
+        "extensions",
+        "templateId",
+    }
+)
+_MESSAGES = {
+    "missing": "Field required",
+    "dict_type": "Input should be a valid dictionary",
+    "model_attributes_type": "Input should be a valid dictionary or object to extract fields from",
+    "string_type": "Input should be a valid string",
+    "int_type": "Input should be a valid integer",
+    "int_parsing": "Input should be a valid integer, unable to parse string as an integer",
+    "int_from_float": "Input should be a valid integer, got a number with a fractional part",
+    "bool_type": "Input should be a valid boolean",
+    "bool_parsing": "Input should be a valid boolean, unable to interpret input",
+    "list_type": "Input should be a valid list",
+    "datetime_type": "Input should be a valid datetime",
+}
+
+
+class RequestValidationError(Exception):
+    """Carry pydantic-style error entries; rendered as FastAPI's 422."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__(f"{len(errors)} validation error(s)")
+        self.errors = errors
+
+    def response(self) -> JSONResponse:
+        """Return the 422 response FastAPI would send."""
+        return JSONResponse({"detail": self.errors}, status_code=422)
+
+
+def error(kind: str, loc: list[str | int], value: Any, msg: str | None = None, **ctx: Any) -> dict[str, Any]:
+    """Return one pydantic-style error entry."""
+    entry: dict[str, Any] = {"type": kind, "loc": loc, "msg": msg or _MESSAGES.get(kind, kind), "input": value}
+    if ctx:
+        entry["ctx"] = ctx
+    return entry
+
+
+async def json_body(request: Any, *, required: bool = True) -> Any:
+    """Read and parse the JSON body as FastAPI does (422 ``json_invalid`` / ``missing``)."""
+    raw = await read_body(request)
+    if not raw.strip():
+        if required:
+            raise RequestValidationError([error("missing", ["body"], None)])
+        return None
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        pos = exc.pos if isinstance(exc, json.JSONDecodeError) else exc.start
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "invalid utf-8"
+        raise RequestValidationError(
+            [error("json_invalid", ["body", pos], {}, "JSON decode error", error=reason)]
+        ) from exc
+
+
+class Checker:
+    """Collect type errors over a JSON body the way pydantic's lax mode would."""
+
+    def __init__(self) -> None:
+        self.errors: list[dict[str, Any]] = []
+
+    def raise_if_any(self) -> None:
+        """Raise the collected errors as a 422."""
+        if self.errors:
+            raise RequestValidationError(self.errors)
+
+    def add(self, kind: str, loc: list[str | int], value: Any, msg: str | None = None, **ctx: Any) -> None:
+        """Record one error."""
+        self.errors.append(error(kind, loc, value, msg, **ctx))
+
+    def string(self, value: Any, loc: list[str | int], *, min_length: int = 0) -> str | None:
+        """Return ``value`` if it is a string (of ``min_length``), else record an error."""
+        if not isinstance(value, str):
+            self.add("string_type", loc, value)
+            return None
+        if len(value) < min_length:
+            self.add(
+                "string_too_short",
+                loc,
+                value,
+                f"String should have at least {min_length} character{'s' if min_length > 1 else ''}",
+                min_length=min_length,
+            )
+            return None
+        return value
+
+    def integer(self, value: Any, loc: list[str | int], *, ge: int | None = None) -> int | None:
+        """Return ``value`` as an int under lax rules (``"60"``, ``60.0``), else record an error."""
+        result: int | None = None
+        if isinstance(value, bool):
+            result = int(value)
+        elif isinstance(value, int):
+            result = value
+        elif isinstance(value, float):
+            if value.is_integer():
+                result = int(value)
+            else:
+                self.add("int_from_float", loc, value)
+                return None
+        elif isinstance(value, str):
+            try:
+                result = int(value.strip())
+            except ValueError:
+                self.add("int_parsing", loc, value)
+                return None
+        else:
+            self.add("int_type", loc, value)
+            return None
+        if ge is not None and result < ge:
+            self.add("greater_than_equal", loc, value, f"Input should be greater than or equal to {ge}", ge=ge)
+            return None
+        return result
+
+    def boolean(self, value: Any, loc: list[str | int]) -> bool | None:
+        """Return ``value`` as a bool under lax rules, else record an error."""
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            return value.lower() in ("true", "1", "yes", "on")
+        self.add("bool_parsing" if isinstance(value, str) else "bool_type", loc, value)
+        return None
+
+    def str_map(self, value: Any, loc: list[str | int], *, nullable_values: bool = False) -> dict[str, Any] | None:
+        """Return ``value`` if it is an object of strings, else record errors."""
+        if not isinstance(value, dict):
+            self.add("dict_type", loc, value)
+            return None
+        before = len(self.errors)
+        for key, item in value.items():
+            if item is None and nullable_values:
+                continue
+            self.string(item, [*loc, key])
+        return value if len(self.errors) == before else None
+
+    def str_list(self, value: Any, loc: list[str | int], *, min_items: int = 0) -> list[str] | None:
+        """Return ``value`` if it is a list of strings (of ``min_items``), else record errors."""
+        if not isinstance(value, list):
+            self.add("list_type", loc, value)
+            return None
+        if len(value) < min_items:
+            self.add(
+                "too_short",
+                loc,
+                value,
+                f"List should have at least {min_items} item after validation, not {len(value)}",
+                field_type="List",
+                min_length=min_items,
+                actual_length=len(value),
+            )
+            return None
+        before = len(self.errors)
+        for i, item in enumerate(value):
+            self.string(item, [*loc, i])
+        return value if len(self.errors) == before else None
+
+    def obj(self, value: Any, loc: list[str | int]) -> dict[str, Any] | None:
+        """Return ``value`` if it is a JSON object, else record a model-type error."""
+        if not isinstance(value, dict):
+            self.add("model_attributes_type", loc, value)
+            return None
+        return value
+
+    def datetime_value(self, value: Any, loc: list[str | int]) -> datetime | None:
+        """Return an aware UTC datetime parsed from RFC 3339 text, else record an error."""
+        if not isinstance(value, str):
+            self.add("datetime_type", loc, value)
+            return None
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            self.add(
+                "datetime_from_date_parsing",
+                loc,
+                value,
+                "Input should be a valid datetime or date, invalid character in year",
+                error="invalid character in year",
+            )
+            return None
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def value_error(body: Any, message: str) -> RequestValidationError:
+    """Return a model-level ``value_error`` as pydantic reports a failed ``model_validator``."""
+    return RequestValidationError([error("value_error", ["body"], body, f"Value error, {message}", error={})])

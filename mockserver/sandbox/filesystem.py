@@ -1,0 +1,421 @@
+"""In-memory POSIX-ish filesystem holding the state of one mock sandbox."""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FsErrorCode = Literal["not_found", "is_a_directory", "not_a_directory", "exists", "not_empty", "invalid_path"]
+
+STRERROR: dict[str, str] = {
+    "not_found": "No such file or directory",
+    "is_a_directory": "Is a directory",
+    "not_a_directory": "Not a directory",
+    "exists": "File exists",
+    "not_empty": "Directory not empty",
+    "invalid_path": "Invalid argument",
+}
+
+DIR_SIZE = 4096
+DUMP_VERSION = 1
+
+
+class FsError(Exception):
+    """Signal a failed filesystem operation; `.code` is machine-readable, `.message` human-readable."""
+
+    def __init__(self, code: FsErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code: FsErrorCode = code
+        self.message = message
+
+    @property
+    def strerror(self) -> str:
+        """Return the libc-style description of the error code."""
+        return STRERROR[self.code]
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """Describe one file or directory; `mode` holds permission bits only (no file-type bits)."""
+
+    path: str
+    size: int
+    mode: int
+    is_dir: bool
+    mtime: float
+    owner: str
+    group: str
+
+    @property
+    def name(self) -> str:
+        """Return the last path component ("/" for the root)."""
+        return self.path.rsplit("/", 1)[-1] or "/"
+
+
+@dataclass
+class _File:
+    mode: int
+    mtime: float
+    owner: str
+    group: str
+    data: bytes = b""
+
+
+@dataclass
+class _Dir:
+    mode: int
+    mtime: float
+    owner: str
+    group: str
+    children: dict[str, _File | _Dir] = field(default_factory=dict)
+
+
+_Node = _File | _Dir
+
+
+def normpath(path: str, cwd: str | None = None) -> str:
+    """Return the canonical absolute form of `path`, resolving it against `cwd` when relative."""
+    if path == "" or "\x00" in path:
+        raise FsError("invalid_path", f"invalid path: {path!r}")
+    if not path.startswith("/"):
+        if cwd is None:
+            raise FsError("invalid_path", f"path must be absolute: {path!r}")
+        path = normpath(cwd) + "/" + path
+    parts: list[str] = []
+    for seg in path.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(seg)
+    return "/" + "/".join(parts)
+
+
+def _split(path: str) -> tuple[str, str]:
+    parent, _, name = path.rpartition("/")
+    return parent or "/", name
+
+
+def _join(parent: str, name: str) -> str:
+    return parent.rstrip("/") + "/" + name
+
+
+def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:
+    return data.encode() if isinstance(data, str) else bytes(data)
+
+
+class FileSystem:
+    """Hold a directory tree in memory; every public method is atomic under one lock."""
+
+    def __init__(
+        self,
+        *,
+        now: Callable[[], float] = time.time,
+        user: str = "user",
+        hostname: str = "sandbox",
+        empty: bool = False,
+    ) -> None:
+        self._now = now
+        self._lock = threading.RLock()
+        self.user = user
+        self._root = _Dir(0o755, now(), "root", "root")
+        if not empty:
+            self._seed(hostname)
+
+    def _seed(self, hostname: str) -> None:
+        home = "/root" if self.user == "root" else f"/home/{self.user}"
+        for path, mode, owner in [
+            ("/tmp", 0o1777, "root"),
+            ("/etc", 0o755, "root"),
+            ("/home", 0o755, "root"),
+            (home, 0o755, self.user),
+            ("/workspace", 0o755, self.user),
+        ]:
+            self.mkdir(path, mode)
+            self.chown(path, owner, owner)
+        uid = 0 if self.user == "root" else 1000
+        files = {
+            "/etc/hostname": f"{hostname}\n",
+            "/etc/hosts": f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{hostname}\n",
+            "/etc/resolv.conf": "nameserver 10.0.0.2\n",
+            "/etc/passwd": "root:x:0:0:root:/root:/bin/bash\n"
+            + ("" if uid == 0 else f"{self.user}:x:{uid}:{uid}::{home}:/bin/bash\n"),
+        }
+        for path, text in files.items():
+            self.write(path, text)
+            self.chown(path, "root", "root")
+
+    # -- internal helpers (callers hold the lock) ---------------------------------------------------
+
+    def _get(self, path: str) -> _Node:
+        node: _Node = self._root
+        walked = ""
+        for seg in path.strip("/").split("/") if path != "/" else []:
+            if not isinstance(node, _Dir):
+                raise FsError("not_a_directory", f"not a directory: {walked}")
+            child = node.children.get(seg)
+            walked += "/" + seg
+            if child is None:
+                raise FsError("not_found", f"no such file or directory: {path}")
+            node = child
+        return node
+
+    def _dir(self, path: str) -> _Dir:
+        node = self._get(path)
+        if not isinstance(node, _Dir):
+            raise FsError("not_a_directory", f"not a directory: {path}")
+        return node
+
+    def _info(self, path: str, node: _Node) -> FileInfo:
+        size = len(node.data) if isinstance(node, _File) else DIR_SIZE
+        return FileInfo(path, size, node.mode, isinstance(node, _Dir), node.mtime, node.owner, node.group)
+
+    def _touch_dir(self, node: _Dir) -> None:
+        node.mtime = self._now()
+
+    # -- queries -----------------------------------------------------------------------------------
+
+    def stat(self, path: str) -> FileInfo:
+        """Return metadata for `path`."""
+        path = normpath(path)
+        with self._lock:
+            return self._info(path, self._get(path))
+
+    def exists(self, path: str) -> bool:
+        """Return whether `path` names an existing file or directory."""
+        try:
+            self.stat(path)
+        except FsError as exc:
+            if exc.code == "invalid_path":
+                raise
+            return False
+        return True
+
+    def is_dir(self, path: str) -> bool:
+        """Return whether `path` names an existing directory."""
+        return self.exists(path) and self.stat(path).is_dir
+
+    def is_file(self, path: str) -> bool:
+        """Return whether `path` names an existing regular file."""
+        return self.exists(path) and not self.stat(path).is_dir
+
+    def read(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
+        """Return up to `limit` bytes of the file at `path` starting at `offset`."""
+        if offset < 0 or (limit is not None and limit < 0):
+            raise ValueError("offset and limit must be non-negative")
+        path = normpath(path)
+        with self._lock:
+            node = self._get(path)
+            if isinstance(node, _Dir):
+                raise FsError("is_a_directory", f"is a directory: {path}")
+            end = None if limit is None else offset + limit
+            return node.data[offset:end]
+
+    def listdir(self, path: str) -> list[FileInfo]:
+        """Return the entries of directory `path` sorted by name."""
+        path = normpath(path)
+        with self._lock:
+            node = self._dir(path)
+            return [self._info(_join(path, name), node.children[name]) for name in sorted(node.children)]
+
+    def walk(self, root: str) -> list[FileInfo]:
+        """Return `root` and everything below it in depth-first, name-sorted order."""
+        root = normpath(root)
+        with self._lock:
+            return [self._info(path, node) for path, node in self._walk(root, self._get(root))]
+
+    def _walk(self, path: str, node: _Node) -> Iterator[tuple[str, _Node]]:
+        yield path, node
+        if isinstance(node, _Dir):
+            for name in sorted(node.children):
+                yield from self._walk(_join(path, name), node.children[name])
+
+    def search(self, root: str, glob_pattern: str) -> list[FileInfo]:
+        """Return entries below `root` whose basename matches `glob_pattern` (case-sensitive)."""
+        return [info for info in self.walk(root)[1:] if fnmatch.fnmatchcase(info.name, glob_pattern)]
+
+    # -- mutations ---------------------------------------------------------------------------------
+
+    def write(
+        self,
+        path: str,
+        data: bytes | bytearray | memoryview | str,
+        *,
+        mode: int = 0o644,
+        append: bool = False,
+        parents: bool = False,
+    ) -> FileInfo:
+        """Create or overwrite (or append to) a file; `mode` applies only when the file is created."""
+        path = normpath(path)
+        payload = _as_bytes(data)
+        if path == "/":
+            raise FsError("is_a_directory", "is a directory: /")
+        parent_path, name = _split(path)
+        with self._lock:
+            if parents:
+                self.mkdir(parent_path, parents=True)
+            parent = self._dir(parent_path)
+            node = parent.children.get(name)
+            if isinstance(node, _Dir):
+                raise FsError("is_a_directory", f"is a directory: {path}")
+            if node is None:
+                node = _File(mode & 0o7777, self._now(), self.user, self.user, payload)
+                parent.children[name] = node
+                self._touch_dir(parent)
+            else:
+                node.data = node.data + payload if append else payload
+                node.mtime = self._now()
+            return self._info(path, node)
+
+    def mkdir(self, path: str, mode: int = 0o755, parents: bool = True) -> FileInfo:
+        """Create directory `path` (and missing parents when `parents`); existing dirs are fine then."""
+        path = normpath(path)
+        with self._lock:
+            if path == "/":
+                if not parents:
+                    raise FsError("exists", "file exists: /")
+                return self._info("/", self._root)
+            parent_path, name = _split(path)
+            if parents:
+                self.mkdir(parent_path, mode, parents=True)
+            parent = self._dir(parent_path)
+            node = parent.children.get(name)
+            if node is not None:
+                if parents and isinstance(node, _Dir):
+                    return self._info(path, node)
+                raise FsError("exists", f"file exists: {path}")
+            node = _Dir(mode & 0o7777, self._now(), self.user, self.user)
+            parent.children[name] = node
+            self._touch_dir(parent)
+            return self._info(path, node)
+
+    def remove(self, path: str, recursive: bool = False) -> None:
+        """Delete a file or directory; non-empty directories need `recursive`."""
+        path = normpath(path)
+        if path == "/":
+            raise FsError("invalid_path", "refusing to remove /")
+        parent_path, name = _split(path)
+        with self._lock:
+            node = self._get(path)
+            if isinstance(node, _Dir) and node.children and not recursive:
+                raise FsError("not_empty", f"directory not empty: {path}")
+            parent = self._dir(parent_path)
+            del parent.children[name]
+            self._touch_dir(parent)
+
+    def move(self, src: str, dst: str) -> FileInfo:
+        """Rename `src` to `dst` with rename(2) semantics (replacing a file or an empty directory)."""
+        src, dst = normpath(src), normpath(dst)
+        with self._lock:
+            node = self._get(src)
+            if src == dst:
+                return self._info(dst, node)
+            if src == "/" or dst.startswith(src.rstrip("/") + "/"):
+                raise FsError("invalid_path", f"cannot move {src} into itself: {dst}")
+            dst_parent_path, dst_name = _split(dst)
+            dst_parent = self._dir(dst_parent_path)
+            target = dst_parent.children.get(dst_name)
+            if target is not None:
+                if isinstance(target, _Dir) and not isinstance(node, _Dir):
+                    raise FsError("is_a_directory", f"is a directory: {dst}")
+                if isinstance(node, _Dir) and not isinstance(target, _Dir):
+                    raise FsError("not_a_directory", f"not a directory: {dst}")
+                if isinstance(target, _Dir) and target.children:
+                    raise FsError("not_empty", f"directory not empty: {dst}")
+            src_parent_path, src_name = _split(src)
+            src_parent = self._dir(src_parent_path)
+            del src_parent.children[src_name]
+            dst_parent.children[dst_name] = node
+            self._touch_dir(src_parent)
+            self._touch_dir(dst_parent)
+            return self._info(dst, node)
+
+    def chmod(self, path: str, mode: int) -> FileInfo:
+        """Set the permission bits of `path`."""
+        path = normpath(path)
+        with self._lock:
+            node = self._get(path)
+            node.mode = mode & 0o7777
+            return self._info(path, node)
+
+    def chown(self, path: str, owner: str | None = None, group: str | None = None) -> FileInfo:
+        """Set the owner and/or group of `path`."""
+        path = normpath(path)
+        with self._lock:
+            node = self._get(path)
+            node.owner = owner if owner is not None else node.owner
+            node.group = group if group is not None else node.group
+            return self._info(path, node)
+
+    def replace(self, path: str, old: bytes | str, new: bytes | str) -> int:
+        """Replace every occurrence of `old` in the file at `path`; return how many were replaced."""
+        old_b, new_b = _as_bytes(old), _as_bytes(new)
+        if not old_b:
+            raise ValueError("old must not be empty")
+        path = normpath(path)
+        with self._lock:
+            node = self._get(path)
+            if isinstance(node, _Dir):
+                raise FsError("is_a_directory", f"is a directory: {path}")
+            count = node.data.count(old_b)
+            if count:
+                node.data = node.data.replace(old_b, new_b)
+                node.mtime = self._now()
+            return count
+
+    # -- snapshots ---------------------------------------------------------------------------------
+
+    def dump(self) -> dict[str, Any]:
+        """Return a JSON-safe snapshot of the whole tree (file content base64-encoded)."""
+        with self._lock:
+            entries: list[dict[str, Any]] = []
+            for path, node in self._walk("/", self._root):
+                entry: dict[str, Any] = {
+                    "path": path,
+                    "type": "dir" if isinstance(node, _Dir) else "file",
+                    "mode": node.mode,
+                    "mtime": node.mtime,
+                    "owner": node.owner,
+                    "group": node.group,
+                }
+                if isinstance(node, _File):
+                    entry["content"] = base64.b64encode(node.data).decode("ascii")
+                entries.append(entry)
+            return {"version": DUMP_VERSION, "user": self.user, "entries": entries}
+
+    @classmethod
+    def load(cls, data: Mapping[str, Any], *, now: Callable[[], float] = time.time) -> FileSystem:
+        """Rebuild a filesystem from a `dump()` snapshot; raise ValueError if it is malformed."""
+        if data.get("version") != DUMP_VERSION:
+            raise ValueError(f"unsupported filesystem snapshot version: {data.get('version')!r}")
+        fs = cls(now=now, user=str(data.get("user", "user")), empty=True)
+        try:
+            for entry in data["entries"]:
+                path = normpath(entry["path"])
+                meta = (int(entry["mode"]) & 0o7777, float(entry["mtime"]), entry["owner"], entry["group"])
+                if entry["type"] == "dir":
+                    node: _Node = _Dir(*meta)
+                elif entry["type"] == "file":
+                    node = _File(*meta, base64.b64decode(entry["content"], validate=True))
+                else:
+                    raise ValueError(f"unknown entry type {entry['type']!r}")
+                if path == "/":
+                    if not isinstance(node, _Dir):
+                        raise ValueError("root must be a directory")
+                    fs._root = node
+                    continue
+                parent_path, name = _split(path)
+                fs._dir(parent_path).children[name] = node
+        except (KeyError, TypeError, FsError) as exc:
+            raise ValueError(f"malformed filesystem snapshot: {exc}") from exc
+        return fs
+
+
+__all__ = ["STRERROR", "FileInfo", "FileSystem", "FsError", "FsErrorCode", "normpath"]

@@ -1,0 +1,544 @@
+"""The TensorLake mock's state and rules: sandboxes, names, lifecycle on the virtual clock, snapshots.
+
+No HTTP here: routes parse a request, call one method, and serialise what it returns. Every method
+takes the model lock and validates completely before it changes anything, so a rejected request
+leaves the state exactly as it was.
+
+Lifecycle (virtual clock; durations from :class:`Timings`, all 0 by default):
+
+* ``pending`` -> ``running`` at ``created + startup``; with ``max_pending_secs`` a sandbox still pending
+  by then becomes ``failed`` with ``termination_reason=no_capacity``.
+* ``running`` -> ``suspending`` -> ``suspended`` (named sandboxes only; ephemeral ones get 400).
+* ``suspended`` -> ``pending`` (``pending_reason=resuming``) -> ``running``.
+* ``running`` -> ``snapshotting`` -> ``running`` while a checkpoint is taken.
+* ``timeout_secs`` counts running time since the sandbox last started: an ephemeral sandbox is then
+  terminated (``termination_reason=timeout``), a named one suspended.
+* DELETE (and an ephemeral timeout) moves the sandbox to the archive: GET answers 404 afterwards,
+  ``/archived-sandboxes/{id}`` still shows it, and its name is free again.
+
+Known deviations from the real service: state is in memory and per API key (the key stands for the
+project); snapshot ids have the sandbox id shape; a failed create keeps no name; resume shows
+``pending`` with ``pending_reason=resuming`` while it settles.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from contracts.tensorlake import NetworkConfig
+from mockserver.core.clock import VirtualClock
+from mockserver.core.http import ApiError
+from mockserver.core.ids import IdFactory
+from mockserver.sandbox.filesystem import FileSystem
+
+from .records import Resize, Resources, Sandbox, Session, Snapshot
+from .validate import CreateRequest, PatchRequest, bad, parse_mount, parse_patch, parse_resources
+
+ARCHIVE_LIMIT = 1000
+LIVE = frozenset({"pending", "running", "snapshotting", "suspending", "suspended"})
+
+
+@dataclass
+class Timings:
+    """Virtual seconds each transition takes (0: it settles at once)."""
+
+    startup: float = 0.0
+    suspend: float = 0.0
+    resume: float = 0.0
+    snapshot: float = 0.0
+    resize: float = 0.0
+
+    def to_json(self) -> dict[str, float]:
+        """Return the timings as JSON."""
+        return dict(vars(self))
+
+
+@dataclass
+class CreateOutcome:
+    """A test's instruction for how the next create ends instead of normally."""
+
+    kind: str  # "failed" | "timeout" | "pending"
+    status: int = 422
+    reason: str = "ConfigurationError"
+    error_details: Any = None
+
+
+def not_found(what: str, ident: str) -> ApiError:
+    """Return a 404 for an unknown sandbox or snapshot."""
+    return ApiError(404, f"{what}_not_found", f"{what} {ident!r} not found")
+
+
+def conflict(code: str, message: str) -> ApiError:
+    """Return a 409."""
+    return ApiError(409, code, message)
+
+
+class TensorLakeModel:
+    """Hold every tenant's sandboxes, snapshots and browser sessions; thread-safe."""
+
+    def __init__(
+        self, clock: VirtualClock, ids: IdFactory, resolve: Callable[[str], Iterable[str]]
+    ) -> None:
+        self.clock = clock
+        self.ids = ids
+        self.resolve = resolve
+        self.timings = Timings()
+        self.lock = threading.RLock()
+        self.sandboxes: dict[str, Sandbox] = {}
+        self.names: dict[tuple[str, str, str], str] = {}
+        self.archive: collections.OrderedDict[str, Sandbox] = collections.OrderedDict()
+        self.snapshots: dict[str, Snapshot] = {}
+        self.sessions: dict[str, Session] = {}
+        self.outcomes: collections.deque[CreateOutcome] = collections.deque()
+        self.on_terminate: Callable[[Sandbox], None] = lambda sandbox: None
+
+    # -- lookup ----------------------------------------------------------------------------------
+
+    def _new_id(self) -> str:
+        while True:
+            ident = self.ids.token(21)
+            if ident not in self.sandboxes and ident not in self.archive and ident not in self.snapshots:
+                return ident
+
+    def _new_fs(self, hostname: str) -> FileSystem:
+        return FileSystem(now=self.clock.now, hostname=hostname)
+
+    def find(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        """Return the live sandbox with this id or name, settled to now; 404 if there is none."""
+        with self.lock:
+            sandbox = self.sandboxes.get(ident)
+            if sandbox is None or sandbox.owner != owner or sandbox.namespace != namespace:
+                sid = self.names.get((owner, namespace, ident))
+                sandbox = self.sandboxes.get(sid) if sid else None
+            if sandbox is None:
+                raise not_found("sandbox", ident)
+            self.settle(sandbox)
+            if sandbox.id not in self.sandboxes:
+                raise not_found("sandbox", ident)
+            return sandbox
+
+    def find_any(self, ident: str, owner: str | None = None) -> Sandbox | None:
+        """Return the live sandbox an ingress host label names (an id, else a name), settled to now."""
+        with self.lock:
+            sandbox = self.sandboxes.get(ident)
+            if sandbox is None:
+                matches = [
+                    self.sandboxes[sid]
+                    for (own, _ns, name), sid in self.names.items()
+                    if name == ident and (owner is None or own == owner)
+                ]
+                if owner is not None:
+                    matches.sort(key=lambda s: s.namespace != "default")
+                sandbox = matches[0] if len(matches) == 1 or (matches and owner) else None
+            if sandbox is None:
+                return None
+            self.settle(sandbox)
+            return self.sandboxes.get(sandbox.id)
+
+    def list(self, owner: str, namespace: str) -> list[Sandbox]:
+        """Return the tenant's live sandboxes, oldest first."""
+        with self.lock:
+            self.settle_all()
+            return [s for s in self.sandboxes.values() if s.owner == owner and s.namespace == namespace]
+
+    # -- the clock -------------------------------------------------------------------------------
+
+    def settle_all(self) -> None:
+        """Apply every transition and timeout that is due."""
+        with self.lock:
+            for sandbox in list(self.sandboxes.values()):
+                self.settle(sandbox)
+
+    def settle(self, sb: Sandbox) -> None:
+        """Apply the transitions of ``sb`` that are due by now, in order."""
+        now = self.clock.now()
+        with self.lock:
+            while sb.id in self.sandboxes and self._step(sb, now):
+                pass
+            if sb.resize is not None and sb.resize.status == "pending" and sb.resize.done_at <= now:
+                sb.resize.status = "succeeded"
+                sb.resources = Resources.from_json(sb.resize.requested.to_json())
+
+    def _step(self, sb: Sandbox, now: float) -> bool:
+        if sb.status == "pending" and sb.resuming:
+            if sb.transition_at is None or sb.transition_at > now:
+                return False
+            self._start(sb, sb.transition_at)
+            return True
+        if sb.status == "pending":
+            fail_at = None if sb.max_pending_secs is None else sb.created_at + sb.max_pending_secs
+            if sb.ready_at is not None and sb.ready_at <= now and (fail_at is None or sb.ready_at <= fail_at):
+                self._start(sb, sb.ready_at)
+                return True
+            if fail_at is not None and fail_at <= now:
+                sb.status, sb.termination_reason, sb.pending_reason = "failed", "no_capacity", None
+                self._free_name(sb)
+                return True
+            return False
+        if sb.status in ("suspending", "snapshotting"):
+            if sb.transition_at is None or sb.transition_at > now:
+                return False
+            sb.status = "suspended" if sb.status == "suspending" else "running"
+            sb.transition_at = None
+            return True
+        if sb.status == "running" and sb.timeout_secs and sb.running_since is not None:
+            deadline = sb.running_since + sb.timeout_secs
+            if deadline > now:
+                return False
+            if sb.name is None:
+                self._terminate(sb, deadline, "timeout")
+            else:
+                sb.status, sb.running_since = "suspended", None
+            return True
+        return False
+
+    def _start(self, sb: Sandbox, at: float) -> None:
+        sb.status, sb.running_since, sb.transition_at = "running", at, None
+        sb.pending_reason, sb.resuming = None, False
+
+    def _free_name(self, sb: Sandbox) -> None:
+        if sb.name is not None and self.names.get((sb.owner, sb.namespace, sb.name)) == sb.id:
+            del self.names[(sb.owner, sb.namespace, sb.name)]
+
+    def _terminate(self, sb: Sandbox, at: float, reason: str | None) -> None:
+        self._free_name(sb)
+        self.sandboxes.pop(sb.id, None)
+        sb.status, sb.terminated_at, sb.archived_at = "terminated", at, at
+        sb.termination_reason = reason or sb.termination_reason
+        sb.transition_at = None
+        self.archive[sb.id] = sb
+        while len(self.archive) > ARCHIVE_LIMIT:
+            self.archive.popitem(last=False)
+        self.on_terminate(sb)
+
+    # -- create ----------------------------------------------------------------------------------
+
+    def create(self, owner: str, namespace: str, req: CreateRequest) -> tuple[Sandbox, CreateOutcome | None]:
+        """Create a sandbox (fresh or from a snapshot); 409 on a taken name, 404 on an unknown snapshot."""
+        with self.lock:
+            if req.name is not None:
+                taken = self.names.get((owner, namespace, req.name))
+                if taken is not None:
+                    self.settle(self.sandboxes[taken])
+                    if (owner, namespace, req.name) in self.names:
+                        raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
+            snap = self._snapshot_for_restore(owner, namespace, req.snapshot_id)
+            base: dict[str, Any] = snap.config if snap else {}
+            base_resources = Resources.from_json(base["resources"]) if "resources" in base else None
+            resources = (
+                parse_resources(req.resources, [], base=base_resources)
+                if req.resources is not None
+                else base_resources or Resources()
+            )
+            now = self.clock.now()
+            ident = self._new_id()
+            fs = FileSystem.load(snap.fs, now=self.clock.now) if snap else self._new_fs(ident)
+            network = req.network if req.network_given else _network_of(base)
+            exposed = req.exposed_ports if req.exposed_ports is not None else tuple(base.get("exposed_ports", ()))
+            unauth = req.allow_unauthenticated_access
+            sb = Sandbox(
+                id=ident,
+                owner=owner,
+                namespace=namespace,
+                created_at=now,
+                fs=fs,
+                name=req.name,
+                image=req.image if req.image is not None else base.get("image"),
+                resources=resources,
+                timeout_secs=req.timeout_secs if req.timeout_secs is not None else base.get("timeout_secs"),
+                entrypoint=req.entrypoint if req.entrypoint is not None else base.get("entrypoint"),
+                network=network,
+                allow_unauthenticated_access=bool(
+                    unauth if unauth is not None else base.get("allow_unauthenticated_access", False)
+                ),
+                exposed_ports=exposed,
+                auto_resume=True if req.auto_resume is None else req.auto_resume,
+                pending_reason="scheduling",
+                file_systems=list(req.file_systems),
+                snapshot_id=req.snapshot_id,
+                secret_names=list(req.secret_names),
+                template_id=req.template_id,
+                max_pending_secs=req.max_pending_secs,
+                ready_at=now + self.timings.startup,
+            )
+            outcome = self.outcomes.popleft() if self.outcomes else None
+            if outcome is not None and outcome.kind == "failed":
+                sb.status, sb.pending_reason = "failed", None
+                sb.termination_reason, sb.error_details = outcome.reason, outcome.error_details
+                self.sandboxes[ident] = sb
+                return sb, outcome
+            if outcome is not None:
+                sb.ready_at = None
+            self.sandboxes[ident] = sb
+            if sb.name is not None:
+                self.names[(owner, namespace, sb.name)] = ident
+            self.settle(sb)
+            return sb, outcome
+
+    def _snapshot_for_restore(self, owner: str, namespace: str, snapshot_id: str | None) -> Snapshot | None:
+        if snapshot_id is None:
+            return None
+        snap = self.snapshots.get(snapshot_id)
+        if snap is None or snap.owner != owner or snap.namespace != namespace:
+            raise not_found("snapshot", snapshot_id)
+        if snap.status_at(self.clock.now()) != "completed":
+            raise conflict("snapshot_not_ready", f"snapshot {snapshot_id!r} is still in progress")
+        return snap
+
+    def release(self, sb: Sandbox) -> None:
+        """Let a stuck pending sandbox (a timed-out create) start now."""
+        with self.lock:
+            if sb.status == "pending" and sb.ready_at is None:
+                sb.ready_at = self.clock.now()
+                self.settle(sb)
+
+    # -- update and delete -----------------------------------------------------------------------
+
+    def patch(self, owner: str, namespace: str, ident: str, body: Any) -> tuple[Sandbox, list[str]]:
+        """Apply a PATCH body atomically; return the sandbox and the body keys the mock did not know."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            req = parse_patch(body, sb.network, self.resolve)
+            self._check_patch(sb, req)
+            self._apply_patch(sb, req)
+            return sb, req.unknown
+
+    def _check_patch(self, sb: Sandbox, req: PatchRequest) -> None:
+        if sb.status == "failed":
+            raise conflict("invalid_state", f"sandbox {sb.id!r} has failed and cannot be updated")
+        if req.name is not None and req.name != sb.name:
+            taken = self.names.get((sb.owner, sb.namespace, req.name))
+            if taken is not None and taken != sb.id:
+                raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
+        if req.auto_resume is False and (req.name or sb.name) is None:
+            raise bad("invalid_auto_resume", "auto_resume=false requires a named sandbox")
+        if req.resources is not None:
+            if sb.status != "running":
+                raise conflict("invalid_state", f"a resize needs a running sandbox; it is {sb.status}")
+            if req.resources.get("disk_mb", sb.resources.disk_mb) < sb.resources.disk_mb:
+                raise bad("invalid_resize", "disk_mb cannot shrink below the current disk size")
+
+    def _apply_patch(self, sb: Sandbox, req: PatchRequest) -> None:
+        if req.name is not None and req.name != sb.name:
+            self._free_name(sb)
+            sb.name = req.name
+            self.names[(sb.owner, sb.namespace, req.name)] = sb.id
+        if req.auto_resume is not None:
+            sb.auto_resume = req.auto_resume
+        if req.allow_unauthenticated_access is not None:
+            sb.allow_unauthenticated_access = req.allow_unauthenticated_access
+        if req.exposed_ports is not None:
+            sb.exposed_ports = req.exposed_ports
+        if req.network_given:
+            sb.network = req.network
+        if req.resources is not None:
+            requested = Resources.from_json({**sb.resources.to_json(), **req.resources})
+            generation = 1 if sb.resize is None else sb.resize.generation + 1
+            sb.resize = Resize(generation, requested, "pending", self.clock.now() + self.timings.resize)
+            self.settle(sb)
+
+    def delete(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        """Terminate a sandbox and archive it; its name becomes free."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            reason = "cancelled" if sb.status == "pending" else None
+            self._terminate(sb, self.clock.now(), reason)
+            return sb
+
+    # -- suspend, resume, snapshot ---------------------------------------------------------------
+
+    def suspend(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        """Start suspending a named running sandbox (no-op when suspending or suspended)."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            if sb.name is None:
+                raise bad("ephemeral_sandbox", "ephemeral (unnamed) sandboxes cannot be suspended")
+            if sb.status in ("suspended", "suspending"):
+                return sb
+            if sb.status != "running":
+                raise conflict("invalid_state", f"cannot suspend a sandbox that is {sb.status}")
+            sb.status, sb.running_since = "suspending", None
+            sb.transition_at = self.clock.now() + self.timings.suspend
+            self.settle(sb)
+            return sb
+
+    def resume(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        """Start resuming a suspended sandbox (no-op when running or already resuming)."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            if sb.status == "running" or (sb.status == "pending" and sb.resuming):
+                return sb
+            if sb.status != "suspended":
+                raise conflict("invalid_state", f"cannot resume a sandbox that is {sb.status}")
+            self.wake(sb)
+            return sb
+
+    def wake(self, sb: Sandbox) -> None:
+        """Move a suspended sandbox into its resume transition."""
+        with self.lock:
+            sb.status, sb.resuming, sb.pending_reason = "pending", True, "resuming"
+            sb.transition_at = self.clock.now() + self.timings.resume
+            self.settle(sb)
+
+    def snapshot(self, owner: str, namespace: str, ident: str, snapshot_type: str | None) -> Snapshot:
+        """Checkpoint a running sandbox: its filesystem now and the settings a restore inherits."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            if sb.status != "running":
+                raise conflict("invalid_state", f"cannot snapshot a sandbox that is {sb.status}")
+            now = self.clock.now()
+            fs = sb.fs.dump()
+            size = sum(info.size for info in sb.fs.walk("/") if not info.is_dir)
+            snap = Snapshot(
+                id=self._new_id(),
+                owner=owner,
+                namespace=namespace,
+                sandbox_id=sb.id,
+                created_at=now,
+                ready_at=now + self.timings.snapshot,
+                snapshot_type=snapshot_type or "memory",
+                config={
+                    "image": sb.image,
+                    "resources": sb.resources.to_json(),
+                    "timeout_secs": sb.timeout_secs,
+                    "entrypoint": sb.entrypoint,
+                    "network": None if sb.network is None else sb.network.to_json(),
+                    "allow_unauthenticated_access": sb.allow_unauthenticated_access,
+                    "exposed_ports": list(sb.exposed_ports),
+                },
+                fs=fs,
+                size_bytes=size,
+            )
+            self.snapshots[snap.id] = snap
+            sb.status, sb.transition_at = "snapshotting", snap.ready_at
+            self.settle(sb)
+            return snap
+
+    def get_snapshot(self, owner: str, namespace: str, snapshot_id: str) -> Snapshot:
+        """Return a snapshot of the tenant; 404 if there is none."""
+        with self.lock:
+            snap = self.snapshots.get(snapshot_id)
+            if snap is None or snap.owner != owner or snap.namespace != namespace:
+                raise not_found("snapshot", snapshot_id)
+            return snap
+
+    def list_snapshots(self, owner: str, namespace: str, sandbox_id: str | None = None) -> list[Snapshot]:
+        """Return the tenant's snapshots (of one sandbox when ``sandbox_id`` is given)."""
+        with self.lock:
+            return [
+                s
+                for s in self.snapshots.values()
+                if s.owner == owner
+                and s.namespace == namespace
+                and (sandbox_id is None or s.sandbox_id == sandbox_id)
+            ]
+
+    def delete_snapshot(self, owner: str, namespace: str, snapshot_id: str) -> None:
+        """Delete a snapshot; 404 if there is none."""
+        with self.lock:
+            self.snapshots.pop(self.get_snapshot(owner, namespace, snapshot_id).id)
+
+    # -- file systems, copies, archive -----------------------------------------------------------
+
+    def attach(self, owner: str, namespace: str, ident: str, body: Any) -> Sandbox:
+        """Attach a file-system mount; 409 when the mount path is taken."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            mount = parse_mount(body)
+            if any(m["mount_path"] == mount["mount_path"] for m in sb.file_systems):
+                raise conflict("mount_path_in_use", f"{mount['mount_path']} already has a file system")
+            sb.file_systems.append(mount)
+            return sb
+
+    def detach(self, owner: str, namespace: str, ident: str, body: Any) -> Sandbox:
+        """Detach the file system at ``mount_path``; 404 when nothing is mounted there."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            path = body.get("mount_path") if isinstance(body, dict) else None
+            if not isinstance(path, str):
+                raise bad("invalid_type", "mount_path must be a string")
+            kept = [m for m in sb.file_systems if m["mount_path"] != path]
+            if len(kept) == len(sb.file_systems):
+                raise ApiError(404, "mount_not_found", f"no file system is mounted at {path}")
+            sb.file_systems = kept
+            return sb
+
+    def copy(self, owner: str, namespace: str, ident: str, times: int) -> tuple[Sandbox, list[Sandbox]]:
+        """Clone a running sandbox ``times`` times (filesystem and settings; copies are unnamed)."""
+        with self.lock:
+            source = self.find(owner, namespace, ident)
+            if source.status != "running":
+                raise conflict("invalid_state", f"cannot copy a sandbox that is {source.status}")
+            copies = []
+            for _ in range(times):
+                data = {**source.dump(), "id": self._new_id(), "name": None, "created_at": self.clock.now()}
+                clone = Sandbox.load(data, FileSystem.load(data["fs"], now=self.clock.now))
+                clone.running_since = self.clock.now()
+                self.sandboxes[clone.id] = clone
+                copies.append(clone)
+            return source, copies
+
+    def archived(self, owner: str, namespace: str) -> list[Sandbox]:
+        """Return the tenant's archived sandboxes, newest first."""
+        with self.lock:
+            self.settle_all()
+            return [
+                s for s in reversed(self.archive.values()) if s.owner == owner and s.namespace == namespace
+            ]
+
+    # -- state -----------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget everything."""
+        with self.lock:
+            self.sandboxes.clear()
+            self.names.clear()
+            self.archive.clear()
+            self.snapshots.clear()
+            self.sessions.clear()
+            self.outcomes.clear()
+
+    def dump(self) -> dict[str, Any]:
+        """Return the whole state as JSON."""
+        with self.lock:
+            return {
+                "sandboxes": [s.dump() for s in self.sandboxes.values()],
+                "archive": [s.dump() for s in self.archive.values()],
+                "snapshots": [s.dump() for s in self.snapshots.values()],
+                "sessions": [s.dump() for s in self.sessions.values()],
+                "timings": self.timings.to_json(),
+            }
+
+    def load(self, data: dict[str, Any]) -> None:
+        """Replace the state with :meth:`dump` output; nothing changes if it is malformed."""
+
+        def sandbox(d: dict[str, Any]) -> Sandbox:
+            return Sandbox.load(d, FileSystem.load(d["fs"], now=self.clock.now))
+
+        try:
+            live = [sandbox(d) for d in data.get("sandboxes", [])]
+            archive = [sandbox(d) for d in data.get("archive", [])]
+            snaps = [Snapshot.load(d) for d in data.get("snapshots", [])]
+            sessions = [Session(**d) for d in data.get("sessions", [])]
+            timings = Timings(**data.get("timings", {}))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"malformed tensorlake state: {exc}") from exc
+        with self.lock:
+            self.reset()
+            self.timings = timings
+            for sb in live:
+                self.sandboxes[sb.id] = sb
+                if sb.name is not None and sb.status in LIVE:
+                    self.names[(sb.owner, sb.namespace, sb.name)] = sb.id
+            self.archive.update((sb.id, sb) for sb in archive)
+            self.snapshots.update((s.id, s) for s in snaps)
+            self.sessions.update((s.token, s) for s in sessions)
+
+
+def _network_of(config: dict[str, Any]) -> NetworkConfig | None:
+    raw = config.get("network")
+    return None if raw is None else NetworkConfig.from_json(raw)

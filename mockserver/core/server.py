@@ -61,7 +61,7 @@ class MockServer:
         """Bind the socket and start serving; return once the server accepts connections."""
         if self._thread is not None:
             raise RuntimeError("server already started")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self._requested_port))
         sock.listen(1024)

@@ -31,6 +31,7 @@ class ShellState:
     errexit: bool = False
     pipefail: bool = False
     stdin: bytes = b""
+    depth: int = 0
 
     def copy(self) -> ShellState:
         """Return an independent copy, as a subshell gets."""

@@ -260,7 +260,7 @@ class FileSystem:
         parent_path, name = _split(path)
         with self._lock:
             if parents:
-                self.mkdir(parent_path, parents=True)
+                self._makedirs(parent_path, 0o755)
             parent = self._dir(parent_path)
             node = parent.children.get(name)
             if isinstance(node, _Dir):
@@ -284,7 +284,7 @@ class FileSystem:
                 return self._info("/", self._root)
             parent_path, name = _split(path)
             if parents:
-                self.mkdir(parent_path, mode, parents=True)
+                self._makedirs(parent_path, mode)
             parent = self._dir(parent_path)
             node = parent.children.get(name)
             if node is not None:
@@ -295,6 +295,14 @@ class FileSystem:
             parent.children[name] = node
             self._touch_dir(parent)
             return self._info(path, node)
+
+    def _makedirs(self, path: str, mode: int) -> None:
+        try:
+            self.mkdir(path, mode, parents=True)
+        except FsError as exc:
+            if exc.code != "exists":
+                raise
+            raise FsError("not_a_directory", f"not a directory: {path}") from None
 
     def remove(self, path: str, recursive: bool = False) -> None:
         """Delete a file or directory; non-empty directories need `recursive`."""

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
+from .filesystem import FsError
+from .steps import Invocation
+
 ResolutionError = Literal["dns_blocked", "nxdomain"]
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -103,6 +106,43 @@ class HttpTable:
             if key in self._routes:
                 return self._routes[key]
         return self.default
+
+
+class NetworkContext(Protocol):
+    """Expose the gate and HTTP table probes consult at call time."""
+
+    @property
+    def gate(self) -> EgressGate:
+        """Return the egress gate."""
+        ...
+
+    @property
+    def http(self) -> HttpTable:
+        """Return the canned HTTP responses."""
+        ...
+
+
+def hosts_file(inv: Invocation, name: str) -> tuple[str, ...]:
+    """Return the addresses /etc/hosts gives for `name`."""
+    try:
+        text = inv.fs.read("/etc/hosts").decode(errors="replace")
+    except FsError:
+        return ()
+    found: list[str] = []
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) > 1 and name.lower() in (f.lower() for f in fields[1:]):
+            found.append(fields[0])
+    return tuple(found)
+
+
+def lookup(net: NetworkContext, inv: Invocation, name: str, *, use_hosts: bool = True) -> Resolution:
+    """Resolve `name`: IP literals as themselves, then /etc/hosts, then the gate's DNS."""
+    bare = name.strip("[]")
+    if is_ip(bare):
+        return Resolution((bare,))
+    local = hosts_file(inv, bare) if use_hosts else ()
+    return Resolution(local) if local else net.gate.resolve(bare)
 
 
 def canonical_url(url: str) -> str:

@@ -265,12 +265,12 @@ class _Parser:
         redirects: list[Redirect] = []
         while True:
             self.skip_blanks()
-            if self.at_end() or self.peek() in ";&|)\n(":
-                break
             redirect = self.try_redirect()
             if redirect is not None:
                 redirects.append(redirect)
                 continue
+            if self.at_end() or self.peek() in ";&|)\n(":
+                break
             word = self.parse_word()
             head = word.parts[0] if word.parts else None
             match = _ASSIGN.match(head.text) if isinstance(head, Lit) and not head.quoted else None

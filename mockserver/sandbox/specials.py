@@ -8,14 +8,15 @@ from collections.abc import Callable, Generator, Mapping
 from .builtins import sleep_seconds
 from .expand import ShellState
 from .filesystem import FileSystem, FsError, normpath
-from .shell import ShellSyntaxError, parse
-from .steps import Output, Sleep, Step, err, out
+from .shell import Script, ShellSyntaxError, parse
+from .steps import Sleep, Step, err, out
 
 Status = Generator[Step, None, int]
 Special = Callable[[list[str], ShellState, dict[str, str], bytes], Status]
 
 SHELL_ONLY = frozenset({"cd", "exit", "export", "unset", "set", "source", ".", ":", "exec", "command", "read"})
 SHELLS = frozenset({"sh", "bash", "dash"})
+MAX_DEPTH = 40
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -43,6 +44,9 @@ class SpecialBuiltins:
         raise NotImplementedError
 
     def _canonical(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def _script(self, script: Script, sh: ShellState) -> Status:
         raise NotImplementedError
 
     def _specials(self) -> Mapping[str, Special]:
@@ -147,8 +151,14 @@ class SpecialBuiltins:
         except ShellSyntaxError as exc:
             yield err(f"{sh.name}: 1: Syntax error: {exc}\n")
             return 2
-        run_script: Callable[[object, ShellState], Status] = getattr(self, "_script")  # noqa: B009
-        return (yield from run_script(script, sh))
+        if sh.depth >= MAX_DEPTH:
+            yield err(f"{sh.name}: 1: {argv[0]}: maximum nesting depth exceeded\n")
+            return 2
+        sh.depth += 1
+        try:
+            return (yield from self._script(script, sh))
+        finally:
+            sh.depth -= 1
 
     def _exec(self, argv: list[str], sh: ShellState, env: dict[str, str], stdin: bytes) -> Status:
         if len(argv) < 2:
@@ -289,7 +299,5 @@ class SpecialBuiltins:
         else:
             source, name, positional, stdin = stdin.decode(errors="replace"), shell, [], b""
         sub = ShellState(dict(env), sh.cwd, positional, name, errexit=errexit, pipefail=pipefail, stdin=stdin)
+        sub.depth = sh.depth + 1
         return (yield from self._toplevel(source, sub))
-
-
-__all__ = ["SHELLS", "SHELL_ONLY", "Output", "ShellExit", "Special", "SpecialBuiltins", "Status"]

@@ -22,8 +22,10 @@ Matching rules (sources: ``specs/opensandbox/egress.yaml``, the lifecycle 1.1.1 
   exactly (IPv6 compared in canonical compressed form, brackets allowed on hosts only). Wildcards never
   match IP hosts. CIDR ranges raise ``unsupported_target`` ("IP/CIDR not yet supported").
 * *Chosen:* actions are the exact lowercase strings ``allow`` / ``deny``; targets must be non-blank without
-  surrounding whitespace; domain labels use ``[a-z0-9_-]`` (1-63 characters, no leading or trailing
-  hyphen), 253 characters at most; unknown keys are rejected.
+  surrounding whitespace; domain labels use ASCII ``[a-z0-9_-]`` (1-63 characters, no leading or trailing
+  hyphen; internationalised names must be given in their ``xn--`` form), 253 characters at most, and the last
+  label is not all digits (so ``1.2.3`` or ``010.0.0.1`` are never taken for names); unknown keys are
+  rejected. Hosts passed to ``decide_egress`` follow the same syntax, without wildcards.
 * PATCH (``merge_rules``): the incoming rules, first occurrence of each target kept, come first, followed by
   the existing rules whose target the patch does not name; incoming rules therefore take priority over all
   existing ones. ``defaultAction`` keeps its effective value; *chosen:* it is written out explicitly in the
@@ -97,7 +99,8 @@ def _is_domain(name: str) -> bool:
     """Tell whether a lowercase name without trailing dot is a syntactically valid domain."""
     if not name or len(name) > _MAX_NAME:
         return False
-    return all(_LABEL.fullmatch(label) for label in name.split("."))
+    labels = name.split(".")
+    return all(_LABEL.fullmatch(label) for label in labels) and not labels[-1].isdigit()
 
 
 def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -139,8 +142,6 @@ def canonical_target(raw: object, where: str = "target") -> str:
     name = text[2:] if wildcard else text
     if not _is_domain(name):
         raise PolicyError(INVALID_TARGET, f"{where}: target {raw!r} is not a domain, a '*.' wildcard domain or an IP")
-    if wildcard and _parse_ip(name) is not None:
-        raise PolicyError(INVALID_TARGET, f"{where}: wildcard target {raw!r} covers an IP address")
     return text
 
 

@@ -4,10 +4,10 @@ Follows NeMo Gym's documented ``nemo_gym.agents.utils.sandbox_network`` (``seeds
 without importing NeMo Gym. Decision table, checked in this order (codes are ``AgentSeedRejectedError.reason``):
 
 1. ``inherit``: ``spec`` is returned unchanged (the same object); nothing else is looked at.
-2. Any other unknown mode: rejected, ``unknown_network_access``.
+2. An unknown mode: rejected, ``unknown_network_access``.
 3. A provider without network policies: rejected, ``provider_without_network_policy``.
-4. The spec already carries the provider's policy option: rejected, ``explicit_provider_policy`` (an explicit
-   policy is never overwritten).
+4. The spec already carries the provider's policy option (any value but None): rejected,
+   ``explicit_provider_policy``; an explicit policy is never overwritten.
 5. ``model_only`` with required tool grants: rejected, ``required_tool_under_model_only``.
 6. The model URL, or under ``model_and_tools`` a tool or required tool URL, is unreachable from the sandbox:
    rejected, ``unreachable_endpoint`` (see ``sandbox_reachable_host``).
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 from urllib.parse import urlsplit
 
-from contracts.errors import PolicyError
 from contracts.opensandbox import NetworkPolicy
 from contracts.tensorlake import NetworkConfig
 
@@ -248,7 +247,7 @@ def restrict_sandbox_network(
                 )
     try:
         policy = provider.network_policy(hosts)
-    except (PolicyError, ValueError) as exc:
+    except ValueError as exc:
         raise AgentSeedRejectedError(
             UNENFORCEABLE_HOST, f"provider {provider.name!r} cannot enforce egress to {hosts}: {exc}"
         ) from exc

@@ -9,6 +9,7 @@ rules in order once later duplicates of a target (never the first match) are dro
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -179,13 +180,22 @@ def invalid_policy_json() -> st.SearchStrategy[object]:
     return _INVALID_POLICIES
 
 
+def _is_ip(text: str) -> bool:
+    """Tell whether a canonical target is an IP address."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def hosts_near(policy: Json | None, extra: tuple[str, ...] = ()) -> st.SearchStrategy[str]:
     """Return a strategy for canonical hosts at, below and beside the policy's targets."""
     names: set[str] = {UNMATCHED_HOST, *IPS}
     targets = [str(rule["target"]) for rule in (policy or {}).get("egress", [])] + list(extra)
     for raw in targets:
         target = canonical_target(raw)
-        if target in IPS or ":" in target:
+        if _is_ip(target):
             continue
         suffix = target[2:] if target.startswith("*.") else target
         names.update({suffix, f"a.{suffix}", f"b.a.{suffix}"})
@@ -197,7 +207,6 @@ def hosts_near(policy: Json | None, extra: tuple[str, ...] = ()) -> st.SearchStr
 
 _PATCHES = st.lists(_RULES, min_size=1, max_size=4)
 _EMPTY_POLICIES: st.SearchStrategy[Json | None] = st.sampled_from((None, {}, {"egress": []}))
-_ANY_POLICIES = st.one_of(_POLICIES, _INVALID_POLICIES)
 _ANY_HOSTS = st.one_of(_DEEP_DOMAINS, st.sampled_from(IPS))
 _UNKNOWN_TARGETS = st.sampled_from(("nope.test", "*.nope.test", "10.9.9.9"))
 
@@ -224,15 +233,17 @@ def _target_host(target: str) -> str:
 
 def _check_validate(engine: OpenSandboxEngine, data: st.DataObject) -> None:
     """Engine accepts exactly the policies the reference accepts."""
-    policy = data.draw(_ANY_POLICIES, label="policy")
-    verdicts = []
-    for judge in (reference_engine, engine):
-        try:
-            judge.validate(policy)  # type: ignore[arg-type]
-            verdicts.append("valid")
-        except ValueError:
-            verdicts.append("invalid")
-    assert verdicts[0] == verdicts[1], f"policy={policy!r}: reference {verdicts[0]}, engine {verdicts[1]}"
+    policies: list[object] = [data.draw(policy_json(), label="valid policy")]
+    policies += data.draw(st.lists(invalid_policy_json(), min_size=3, max_size=3), label="invalid policies")
+    for policy in policies:
+        verdicts = []
+        for judge in (reference_engine, engine):
+            try:
+                judge.validate(policy)  # type: ignore[arg-type]
+                verdicts.append("valid")
+            except ValueError:
+                verdicts.append("invalid")
+        assert verdicts[0] == verdicts[1], f"policy={policy!r}: reference {verdicts[0]}, engine {verdicts[1]}"
 
 
 def _check_empty_allows(engine: OpenSandboxEngine, data: st.DataObject) -> None:
@@ -254,14 +265,17 @@ def _check_decision(engine: OpenSandboxEngine, data: st.DataObject) -> None:
 def _check_spelling(engine: OpenSandboxEngine, data: st.DataObject) -> None:
     """Decisions ignore letter case and one trailing dot, in hosts and in targets."""
     policy = data.draw(policy_json(), label="policy")
-    host = data.draw(hosts_near(policy), label="host")
-    variant = host.upper() + ("" if ":" in host else ".")
-    base = engine.allows_egress(policy, host)
-    assert engine.allows_egress(policy, variant) == base, f"policy={policy!r}: {host!r} vs {variant!r}"
-    if policy and policy.get("egress"):
-        shouted = {**policy, "egress": [{**r, "target": str(r["target"]).upper()} for r in policy["egress"]]}
+    rules = (policy or {}).get("egress") or []
+    hosts = [data.draw(hosts_near(policy), label="host")]
+    hosts += [_target_host(canonical_target(rule["target"])) for rule in rules]
+    shouted = {**(policy or {}), "egress": [{**r, "target": str(r["target"]).upper()} for r in rules]}
+    for host in hosts:
+        base = engine.allows_egress(policy, host)
+        for variant in (host.upper() + ("" if ":" in host else "."), host.title()):
+            got = engine.allows_egress(policy, variant)
+            assert got == base, f"policy={policy!r}: {host!r} gives {base}, {variant!r} gives {got}"
         got = engine.allows_egress(shouted, host)
-        assert got == base, f"host={host!r}: policy={policy!r} gives {base}, upper-cased targets give {got}"
+        assert got == base, f"host={host!r}: policy={policy!r} gives {base}, {shouted!r} gives {got}"
 
 
 def _check_wildcard_apex(engine: OpenSandboxEngine, data: st.DataObject) -> None:
@@ -337,18 +351,18 @@ def _check_merge_idempotent(engine: OpenSandboxEngine, data: st.DataObject) -> N
 
 
 def _check_delete(engine: OpenSandboxEngine, data: st.DataObject) -> None:
-    """Delete output is equivalent to the reference's and keeps no listed target."""
+    """Delete output is equivalent to the reference's and keeps no listed target, in any spelling."""
     policy = data.draw(policy_json(), label="policy")
     known = [str(r["target"]) for r in (policy or {}).get("egress", [])]
-    respelled = [*known, *(target.upper() for target in known)]
-    pool = st.one_of(st.sampled_from(respelled), target_json()) if known else target_json()
-    targets = data.draw(st.lists(pool, min_size=1, max_size=3), label="targets")
-    got = engine.delete(policy, targets)
-    want = normal_form(reference_engine.delete(policy, targets))
-    assert normal_form(got) == want, f"delete({policy!r}, {targets!r}) = {got!r}; expected {want!r}"
-    gone = {canonical_target(t) for t in targets}
-    left = [r.target for r in NetworkPolicy.from_json(got).egress if r.target in gone]
-    assert not left, f"delete({policy!r}, {targets!r}) = {got!r} still holds {left!r}"
+    pool = st.one_of(st.sampled_from(known), target_json()) if known else target_json()
+    drawn = data.draw(st.lists(pool, min_size=1, max_size=3), label="targets")
+    for targets in (drawn, *([target.upper()] for target in known)):
+        got = engine.delete(policy, targets)
+        want = normal_form(reference_engine.delete(policy, targets))
+        assert normal_form(got) == want, f"delete({policy!r}, {targets!r}) = {got!r}; expected {want!r}"
+        gone = {canonical_target(t) for t in targets}
+        left = [r.target for r in NetworkPolicy.from_json(got).egress if r.target in gone]
+        assert not left, f"delete({policy!r}, {targets!r}) = {got!r} still holds {left!r}"
 
 
 def _check_delete_unknown(engine: OpenSandboxEngine, data: st.DataObject) -> None:

@@ -10,13 +10,13 @@ from contracts.opensandbox_adapter import OpenSandboxReferenceEngine
 Json = dict[str, Any]
 
 
-class _Mutant(OpenSandboxReferenceEngine):
+class Mutant(OpenSandboxReferenceEngine):
     """Reference behaviour except for one seeded fault; ``caught_by`` names a check that exposes it."""
 
     caught_by = ""
 
 
-class WildcardMatchesApex(_Mutant):
+class WildcardMatchesApex(Mutant):
     """``*.example.com`` also matches ``example.com``."""
 
     caught_by = "wildcard_excludes_apex"
@@ -31,7 +31,7 @@ class WildcardMatchesApex(_Mutant):
         return parsed.effective_default == "allow"
 
 
-class LastWinsWithinPatch(_Mutant):
+class LastWinsWithinPatch(Mutant):
     """For a duplicate target inside one patch the last rule wins."""
 
     caught_by = "merge_first_wins_within_patch"
@@ -41,7 +41,7 @@ class LastWinsWithinPatch(_Mutant):
         return super().merge(policy, list(reversed(rules)))
 
 
-class MergeChangesDefault(_Mutant):
+class MergeChangesDefault(Mutant):
     """A merge forces ``defaultAction`` to deny."""
 
     caught_by = "merge_keeps_default_action"
@@ -51,7 +51,7 @@ class MergeChangesDefault(_Mutant):
         return {**super().merge(policy, rules), "defaultAction": "deny"}
 
 
-class ExistingRulesWin(_Mutant):
+class ExistingRulesWin(Mutant):
     """Existing rules keep priority: new rules are appended after them."""
 
     caught_by = "merge_incoming_rules_win"
@@ -64,7 +64,7 @@ class ExistingRulesWin(_Mutant):
         return NetworkPolicy(base.effective_default, base.egress + extra).to_json()
 
 
-class DeleteRemovesEverything(_Mutant):
+class DeleteRemovesEverything(Mutant):
     """DELETE drops every rule, whatever the targets."""
 
     caught_by = "delete_unknown_is_identity"
@@ -75,7 +75,7 @@ class DeleteRemovesEverything(_Mutant):
         return NetworkPolicy(base.effective_default, ()).to_json()
 
 
-class CaseSensitive(_Mutant):
+class CaseSensitive(Mutant):
     """Targets and hosts are compared exactly as spelled."""
 
     caught_by = "case_and_trailing_dot_ignored"
@@ -91,7 +91,7 @@ class CaseSensitive(_Mutant):
         return parsed.effective_default == "allow"
 
 
-class DefaultDenyOnEmpty(_Mutant):
+class DefaultDenyOnEmpty(Mutant):
     """A missing or empty policy denies everything, like the sidecar's own parser default."""
 
     caught_by = "empty_policy_allows_all"
@@ -104,7 +104,7 @@ class DefaultDenyOnEmpty(_Mutant):
         return super().allows_egress(policy, host)
 
 
-class AcceptsAnyAction(_Mutant):
+class AcceptsAnyAction(Mutant):
     """Validation accepts any action spelling (``Allow``, ``reject`` ...)."""
 
     caught_by = "validate_agrees"
@@ -122,7 +122,7 @@ class AcceptsAnyAction(_Mutant):
         super().validate(policy)
 
 
-class DeleteCaseSensitive(_Mutant):
+class DeleteCaseSensitive(Mutant):
     """DELETE compares targets as spelled, so ``A.com`` does not remove ``a.com``."""
 
     caught_by = "delete_agrees_and_removes"
@@ -137,7 +137,7 @@ class DeleteCaseSensitive(_Mutant):
         return NetworkPolicy(base.effective_default, kept).to_json()
 
 
-MUTANTS: tuple[_Mutant, ...] = (
+MUTANTS: tuple[Mutant, ...] = (
     WildcardMatchesApex(),
     LastWinsWithinPatch(),
     MergeChangesDefault(),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from mockserver.core import VirtualClock
@@ -28,7 +28,7 @@ _END = object()
 class Runner(Protocol):
     """What runs one shell command: the shared emulator bound to a sandbox."""
 
-    def run(self, command: str, *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
+    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
         """Yield the command's steps."""
         ...
 
@@ -60,8 +60,10 @@ class Execution:
         cwd: str,
         timeout_ms: int | None,
         stream: bool,
+        argv: Sequence[str] | None = None,
     ) -> None:
         self.record = record
+        self.argv = list(argv) if argv else None
         self.runner = runner
         self.clock = clock
         self.env = dict(env)
@@ -107,7 +109,7 @@ class Execution:
                 self._emit(error_event("-1", "signal: killed", self.clock.now_ms()))
             elif code == 0:
                 rec.finish(0, None, now)
-                elapsed = int(round((now - started) * 1000))
+                elapsed = round((now - started) * 1000)
                 self._emit({"type": "execution_complete", "execution_time": elapsed, "timestamp": self.clock.now_ms()})
             else:
                 rec.finish(code, f"exit status {code}", now)
@@ -119,7 +121,8 @@ class Execution:
     async def _walk(self, started: float) -> int | None:
         """Run the steps; return the exit code, or None when the timeout killed the command."""
         since_ping = 0.0
-        for step in self.runner.run(self.record.content, env=self.env, cwd=self.cwd):
+        command: str | Sequence[str] = self.argv if self.argv else self.record.content
+        for step in self.runner.run(command, env=self.env, cwd=self.cwd):
             if isinstance(step, Output):
                 self.record.output.extend(step.data)
                 text = step.data.decode("utf-8", "replace")

@@ -120,7 +120,7 @@ class ExecdRoutes:
             self.mock.state.fail(sb.id, *self.mock.profile.oom_status())
             return self.mock.backend_unreachable(request)
         env = {**sb.spec.env, **envs}
-        return self._start(request, sb, command, env, cwd, timeout, background)
+        return self._start(request, sb, command, env, cwd, timeout, background, argv)
 
     def _start(
         self,
@@ -131,6 +131,7 @@ class ExecdRoutes:
         cwd: str,
         timeout: int | None,
         background: bool,
+        argv: list[str] | None = None,
     ) -> Response:
         clock = self.mock.clock
         record = CommandRecord(self.mock.ids.token(16, "0123456789abcdef"), command, background, clock.now())
@@ -143,6 +144,7 @@ class ExecdRoutes:
             cwd=cwd,
             timeout_ms=timeout,
             stream=not background,
+            argv=argv,
         )
         execution.start()
         init = {"type": "init", "text": record.id, "timestamp": clock.now_ms()}
@@ -195,9 +197,7 @@ class ExecdRoutes:
         if cursor < 0:
             raise invalid(f"invalid cursor: {raw}")
         data = bytes(record.output)
-        return PlainTextResponse(
-            data[cursor:].decode("utf-8", "replace"), headers={TAIL_CURSOR_HEADER: str(len(data))}
-        )
+        return PlainTextResponse(data[cursor:].decode("utf-8", "replace"), headers={TAIL_CURSOR_HEADER: str(len(data))})
 
     async def create_session(self, request: Request) -> Response:
         """Open a shell session (keeps its working directory)."""

@@ -162,9 +162,7 @@ class FileRoutes:
                 start, end = max(size - int(match.group(2)), 0), size - 1
             end = min(end, size - 1)
             if start >= size or start > end:
-                return Response(
-                    status_code=416, headers={"Content-Range": f"bytes */{size}"}, media_type="text/plain"
-                )
+                return Response(status_code=416, headers={"Content-Range": f"bytes */{size}"}, media_type="text/plain")
             headers["Content-Range"] = f"bytes {start}-{end}/{size}"
             return Response(data[start : end + 1], 206, headers, media_type="application/octet-stream")
         return Response(data, 200, headers, media_type="application/octet-stream")
@@ -247,8 +245,10 @@ class FileRoutes:
         if not isinstance(body, list):
             raise ApiError(400, "INVALID_REQUEST_BODY", "expected a list of {src, dest}")
         for item in body:
-            if not isinstance(item, dict) or not isinstance(item.get("src"), str) or not isinstance(
-                item.get("dest"), str
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("src"), str)
+                or not isinstance(item.get("dest"), str)
             ):
                 raise ApiError(400, "INVALID_REQUEST_BODY", "each item needs string src and dest")
             src, dest = _path(item["src"], "src"), _path(item["dest"], "dest")

@@ -25,7 +25,7 @@ from contracts.opensandbox import PolicyError
 from mockserver.core import ApiError, notes
 
 from . import egress
-from .models import MAX_PAGE_SIZE, SandboxRecord, parse_create
+from .models import MAX_PAGE_SIZE, SandboxRecord, iso, parse_create
 from .profiles import EGRESS_PORT, EXECD_PORT, SERVER_VERSION
 from .validation import Checker, RequestValidationError, error, json_body
 
@@ -199,12 +199,20 @@ class LifecycleRoutes:
             check.add("missing", ["body", "eventType"], data)
         elif data["eventType"] != "sandbox.create":
             check.add(
-                "literal_error", ["body", "eventType"], data["eventType"], "Input should be 'sandbox.create'",
+                "literal_error",
+                ["body", "eventType"],
+                data["eventType"],
+                "Input should be 'sandbox.create'",
                 expected="'sandbox.create'",
             )
-        for key in ("createDurationMs", "success"):
-            if key not in data:
-                check.add("missing", ["body", key], data)
+        if "createDurationMs" not in data:
+            check.add("missing", ["body", "createDurationMs"], data)
+        else:
+            check.integer(data["createDurationMs"], ["body", "createDurationMs"], ge=0)
+        if "success" not in data:
+            check.add("missing", ["body", "success"], data)
+        else:
+            check.boolean(data["success"], ["body", "success"])
         check.raise_if_any()
         with self.state.lock:
             self.state.metrics_events.append(data)
@@ -273,8 +281,6 @@ class LifecycleRoutes:
         assert when is not None
         sb = self._sandbox(request)
         new = self.state.renew(sb.tenant, sb.id, when)
-        from .models import iso
-
         return JSONResponse({"expiresAt": iso(new)})
 
     async def patch_metadata(self, request: Request) -> Response:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from contracts.opensandbox import NetworkPolicy, PolicyError
@@ -21,161 +20,17 @@ from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FileSystem
 
 from .profiles import RuntimeProfile
-from .validation import CREATE_FIELDS, Checker, RequestValidationError, value_error
-
-RESERVED_PREFIX = "opensandbox.io/"
-DEFAULT_PAGE_SIZE = 20
-MAX_PAGE_SIZE = 200
-STATES = ("Pending", "Running", "Pausing", "Paused", "Resuming", "Stopping", "Terminated", "Failed")
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = re.compile(rf"^(?:{_DNS_LABEL}\.)*{_DNS_LABEL}$")
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-
-
-def iso(ts: float) -> str:
-    """Return epoch seconds as RFC 3339 UTC with microseconds and a ``Z``."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def bad_request(code: str, message: str) -> ApiError:
-    """Return a 400 with the real server's flat error body."""
-    return ApiError(400, code, message)
-
-
-def _valid_label_key(key: str) -> bool:
-    name = key
-    if "/" in key:
-        prefix, name = key.split("/", 1)
-        if not prefix or not name or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
-            return False
-    return len(name) <= 63 and bool(_LABEL_NAME.match(name))
-
-
-def validate_labels(metadata: dict[str, str] | None) -> None:
-    """Reject metadata that is not a valid set of Kubernetes labels, as the real server does."""
-    code = "SANDBOX::INVALID_METADATA_LABEL"
-    for key, value in (metadata or {}).items():
-        if key.startswith(RESERVED_PREFIX):
-            raise bad_request(
-                code,
-                f"Metadata key '{key}' uses the reserved prefix '{RESERVED_PREFIX}'. "
-                "Keys under this prefix are managed by the system and cannot be set via metadata.",
-            )
-        if not _valid_label_key(key):
-            raise bad_request(
-                code,
-                f"Metadata key '{key}' is invalid: must be either a name or a DNS-subdomain prefix and name "
-                "separated by /, where the name is up to 63 characters and matches "
-                "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, and the optional prefix is a valid DNS subdomain "
-                "up to 253 characters.",
-            )
-        if len(value) > 63 or not _LABEL_VALUE.match(value):
-            raise bad_request(
-                code,
-                f"Metadata value '{value}' is invalid: must be 63 characters or less, start/end with an "
-                "alphanumeric character, and contain only alphanumeric, '-', '_', or '.' characters.",
-            )
-
-
-@dataclass
-class CreateSpec:
-    """A validated ``CreateSandboxRequest``."""
-
-    image: dict[str, Any] | None
-    snapshot_id: str | None
-    timeout: int | None
-    entrypoint: list[str]
-    env: dict[str, str]
-    metadata: dict[str, str]
-    resource_limits: dict[str, str]
-    extensions: dict[str, str]
-    platform: dict[str, str] | None
-    policy: NetworkPolicy | None
-    unknown_fields: list[str] = field(default_factory=list)
-
-
-def parse_create(body: Any) -> CreateSpec:
-    """Validate a create body like pydantic (422) and the Docker runtime (400)."""
-    check = Checker()
-    data = check.obj(body, ["body"])
-    check.raise_if_any()
-    assert data is not None
-    image = data.get("image")
-    if image is not None and (img := check.obj(image, ["body", "image"])) is not None:
-        if "uri" not in img:
-            check.add("missing", ["body", "image", "uri"], img)
-        else:
-            check.string(img["uri"], ["body", "image", "uri"])
-    timeout = None if data.get("timeout") is None else check.integer(data["timeout"], ["body", "timeout"], ge=60)
-    entrypoint = data.get("entrypoint")
-    if entrypoint is not None:
-        check.str_list(entrypoint, ["body", "entrypoint"], min_items=1)
-    for key in ("metadata", "resourceLimits", "resourceRequests", "extensions"):
-        if data.get(key) is not None:
-            check.str_map(data[key], ["body", key])
-    if data.get("env") is not None:
-        check.str_map(data["env"], ["body", "env"], nullable_values=True)
-    if data.get("secureAccess") is not None:
-        check.boolean(data["secureAccess"], ["body", "secureAccess"])
-    snapshot_id = data.get("snapshotId")
-    if snapshot_id is not None:
-        check.string(snapshot_id, ["body", "snapshotId"])
-    platform = data.get("platform")
-    if platform is not None and (plat := check.obj(platform, ["body", "platform"])) is not None:
-        for key in ("os", "arch"):
-            if key not in plat:
-                check.add("missing", ["body", "platform", key], plat)
-            else:
-                check.string(plat[key], ["body", "platform", key])
-    raw_policy = data.get("networkPolicy")
-    if raw_policy is not None and (pol := check.obj(raw_policy, ["body", "networkPolicy"])) is not None:
-        default = pol.get("defaultAction")
-        if default is not None:
-            check.string(default, ["body", "networkPolicy", "defaultAction"])
-        rules = pol.get("egress", [])
-        if not isinstance(rules, list):
-            check.add("list_type", ["body", "networkPolicy", "egress"], rules)
-        else:
-            for i, rule in enumerate(rules):
-                loc: list[str | int] = ["body", "networkPolicy", "egress", i]
-                if (r := check.obj(rule, loc)) is None:
-                    continue
-                for key in ("action", "target"):
-                    if key not in r:
-                        check.add("missing", [*loc, key], r)
-                check.string(r.get("action", ""), [*loc, "action"])
-                check.string(r.get("target", "x"), [*loc, "target"], min_length=1)
-    check.raise_if_any()
-    has_image = isinstance(image, dict) and bool(str(image.get("uri", "")).strip())
-    has_snapshot = bool((snapshot_id or "").strip())
-    if has_image == has_snapshot:
-        raise value_error(body, "Exactly one of image or snapshotId must be provided.")
-    if has_image and not entrypoint:
-        raise value_error(body, "Entrypoint is required when image is provided.")
-    metadata = dict(data.get("metadata") or {})
-    validate_labels(metadata)
-    policy: NetworkPolicy | None = None
-    if raw_policy is not None:
-        try:
-            policy = NetworkPolicy.from_json(
-                {"defaultAction": raw_policy.get("defaultAction"), "egress": raw_policy.get("egress") or []}
-            )
-        except PolicyError as exc:
-            raise bad_request("SANDBOX::INVALID_PARAMETER", f"Invalid networkPolicy: {exc}") from exc
-    return CreateSpec(
-        image=dict(image) if has_image and isinstance(image, dict) else None,
-        snapshot_id=snapshot_id if has_snapshot else None,
-        timeout=timeout,
-        entrypoint=list(entrypoint or []),
-        env={k: v for k, v in (data.get("env") or {}).items() if v is not None},
-        metadata=metadata,
-        resource_limits=dict(data.get("resourceLimits") or {}),
-        extensions=dict(data.get("extensions") or {}),
-        platform=dict(platform) if isinstance(platform, dict) else None,
-        policy=policy,
-        unknown_fields=sorted(set(data) - CREATE_FIELDS),
-    )
+from .spec import (
+    MAX_PAGE_SIZE,
+    RESERVED_PREFIX,
+    STATES,
+    CreateSpec,
+    bad_request,
+    iso,
+    parse_create,
+    validate_labels,
+)
+from .validation import RequestValidationError
 
 
 @dataclass
@@ -520,13 +375,9 @@ class OpenSandboxState:
             if spec.snapshot_id:
                 snap = self.snapshots.get(spec.snapshot_id)
                 if snap is None or snap.tenant != tenant:
-                    raise ApiError(
-                        404, "SNAPSHOT::NOT_FOUND", f"Snapshot {spec.snapshot_id} not found"
-                    )
+                    raise ApiError(404, "SNAPSHOT::NOT_FOUND", f"Snapshot {spec.snapshot_id} not found")
                 if now < snap.ready_at:
-                    raise ApiError(
-                        409, "SANDBOX::SNAPSHOT_NOT_READY", f"Snapshot {spec.snapshot_id} is not ready."
-                    )
+                    raise ApiError(409, "SANDBOX::SNAPSHOT_NOT_READY", f"Snapshot {spec.snapshot_id} is not ready.")
                 fs = FileSystem.load(snap.fs, now=self.clock.now)
             sb = SandboxRecord(
                 id=sandbox_id,
@@ -613,7 +464,9 @@ class OpenSandboxState:
             sb = self.find(sandbox_id, tenant)
             new = expires_at.timestamp()
             if new <= self.clock.now():
-                raise bad_request(f"{self.profile.prefix}::INVALID_EXPIRATION", "New expiration time must be in the future.")
+                raise bad_request(
+                    f"{self.profile.prefix}::INVALID_EXPIRATION", "New expiration time must be in the future."
+                )
             if sb.expires_at is None:
                 raise ApiError(
                     409,

@@ -87,9 +87,7 @@ class RuntimeProfile:
 
 
 DOCKER = RuntimeProfile("docker")
-KUBERNETES = RuntimeProfile(
-    "kubernetes", pending_seconds=3.0, pause_seconds=1.0, resume_seconds=1.0, stop_seconds=0.0
-)
+KUBERNETES = RuntimeProfile("kubernetes", pending_seconds=3.0, pause_seconds=1.0, resume_seconds=1.0, stop_seconds=0.0)
 
 
 def make_profile(name: str, **overrides: float | None) -> RuntimeProfile:
@@ -101,4 +99,10 @@ def make_profile(name: str, **overrides: float | None) -> RuntimeProfile:
     for key, value in changes.items():
         if value < 0:
             raise ValueError(f"{key} must not be negative")
-    return replace(base, **changes)
+    return replace(
+        base,
+        pending_seconds=changes.get("pending_seconds", base.pending_seconds),
+        pause_seconds=changes.get("pause_seconds", base.pause_seconds),
+        resume_seconds=changes.get("resume_seconds", base.resume_seconds),
+        stop_seconds=changes.get("stop_seconds", base.stop_seconds),
+    )

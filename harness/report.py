@@ -33,7 +33,7 @@ __all__ = [
 
 PROVIDERS = ("tensorlake", "opensandbox")
 Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
-_ORDER: dict[str, int] = {"passed": 0, "xfailed": 0, "skipped": 1, "xpassed": 2, "failed": 3, "error": 3}
+_ORDER: dict[str, int] = {"passed": 0, "xpassed": 0, "skipped": 1, "xfailed": 1, "failed": 2, "error": 2}
 _MAX_REASON = 300
 
 
@@ -107,9 +107,9 @@ class Tally:
 
     def add(self, record: TestRecord) -> None:
         """Count one test."""
-        if record.outcome in ("passed", "xfailed"):
+        if record.outcome in ("passed", "xpassed"):
             self.passed += 1
-        elif record.outcome in ("failed", "error", "xpassed"):
+        elif record.outcome in ("failed", "error"):
             self.failed += 1
         else:
             self.skipped += 1
@@ -130,12 +130,14 @@ class ContractReport:
         self.target = target
         self.profile = profile
         self.records: dict[str, TestRecord] = {}
+        self._examples_by_test: dict[str, int] = defaultdict(int)
         self.examples = 0
         self.example_runs = 0
         self.started = time.monotonic()
         self.started_at = datetime.now(UTC)
         self.finished: float | None = None
         self.unknown_fields: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        self.unknown_sources: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.exit_status: int | None = None
 
     # --- collecting ------------------------------------------------------------------------------------
@@ -157,19 +159,29 @@ class ContractReport:
         elif _ORDER[outcome] > _ORDER[current.outcome]:
             current.outcome, current.reason = outcome, reason
         current.duration += duration
+        current.examples = self._examples_by_test.get(nodeid, 0)
         return current
 
     def add_examples(self, nodeid: str | None, count: int) -> None:
         """Count Hypothesis examples run by one test (or outside any test when ``nodeid`` is None)."""
         self.examples += count
         self.example_runs += 1
-        if nodeid is not None and nodeid in self.records:
-            self.records[nodeid].examples += count
+        if nodeid is not None:
+            self._examples_by_test[nodeid] += count
+            if nodeid in self.records:
+                self.records[nodeid].examples = self._examples_by_test[nodeid]
 
-    def add_unknown_fields(self, provider: str, found: Mapping[str, Iterable[str]]) -> None:
-        """Merge the request fields a mock did not recognise, keyed by call (``METHOD path``)."""
+    def add_unknown_fields(self, provider: str, found: Mapping[str, Iterable[str]], source: str | None = None) -> None:
+        """Merge the request fields a mock did not recognise, keyed by call (``METHOD path``), and who sent them."""
         for call, names in found.items():
-            self.unknown_fields[provider][call].update(names)
+            for name in names:
+                self.unknown_fields[provider][call].add(name)
+                if source:
+                    self.unknown_sources[(provider, call, name)].add(source)
+
+    def sources(self, provider: str, call: str, name: str) -> list[str]:
+        """Return the tests that sent an unknown field, sorted."""
+        return sorted(self.unknown_sources.get((provider, call, name), ()))
 
     def finish(self, exit_status: int | None = None) -> None:
         """Stop the clock."""
@@ -191,9 +203,9 @@ class ContractReport:
         return self.examples / self.duration
 
     def providers(self) -> list[str]:
-        """Return the providers seen, known providers first."""
+        """Return the known providers, then any other provider seen."""
         seen = {r.provider for r in self.records.values()}
-        return [p for p in PROVIDERS if p in seen] + sorted(seen - set(PROVIDERS))
+        return list(PROVIDERS) + sorted(seen - set(PROVIDERS))
 
     def operations(self) -> list[str]:
         """Return the operations seen, in first-seen order."""
@@ -266,13 +278,20 @@ class ContractReport:
                 provider: {call: sorted(names) for call, names in sorted(calls.items())}
                 for provider, calls in sorted(self.unknown_fields.items())
             },
+            "unknown_field_sources": {
+                provider: {
+                    call: {name: self.sources(provider, call, name) for name in sorted(names)}
+                    for call, names in sorted(calls.items())
+                }
+                for provider, calls in sorted(self.unknown_fields.items())
+            },
         }
 
     def fidelity_markdown(self) -> str:
         """Return the fidelity matrix: operations by providers backed by test outcomes, then details."""
         known = deviations()
         cells = self.tallies()
-        providers = self.providers() or list(PROVIDERS)
+        providers = self.providers()
         operations = self.operations()
         for deviation in known:
             if deviation.operation not in operations and deviation.provider in providers:
@@ -296,13 +315,13 @@ class ContractReport:
             lines.append(f"| {_md(operation)} | " + " | ".join(row) + " |")
         total = self.totals()
         lines += ["", f"Totals: {total.passed} passed, {total.failed} failed, {total.skipped} skipped."]
-        problems = [r for r in self.records.values() if r.outcome in ("failed", "error", "xpassed")]
+        problems = [r for r in self.records.values() if r.outcome in ("failed", "error")]
         if problems:
             lines += ["", "## Failures", ""]
             lines += [f"- **{r.provider} · {r.operation}** `{r.nodeid}`: {_md(r.reason)}" for r in problems]
         skips: dict[tuple[str, str, str], int] = defaultdict(int)
         for r in self.records.values():
-            if r.outcome == "skipped":
+            if r.outcome in ("skipped", "xfailed"):
                 skips[(r.provider, r.operation, r.reason)] += 1
         if skips:
             lines += ["", "## Skipped", ""]
@@ -320,10 +339,13 @@ class ContractReport:
             lines.append("None registered.")
         if self.unknown_fields:
             lines += ["", "## Request fields the mocks did not recognise", ""]
-            lines += ["| provider | call | fields |", "|---|---|---|"]
+            lines += ["| provider | call | fields | sent by |", "|---|---|---|---|"]
             for provider, calls in sorted(self.unknown_fields.items()):
                 for call, names in sorted(calls.items()):
-                    lines.append(f"| {provider} | `{_md(call)}` | {_md(', '.join(sorted(names)))} |")
+                    senders = sorted({s for n in names for s in self.sources(provider, call, n)})
+                    shown = ", ".join(f"`{_md(s.rsplit('::', 1)[-1])}`" for s in senders[:3])
+                    shown += f" and {len(senders) - 3} more" if len(senders) > 3 else ""
+                    lines.append(f"| {provider} | `{_md(call)}` | {_md(', '.join(sorted(names)))} | {shown} |")
         return "\n".join(lines) + "\n"
 
     def write(self, directory: Path) -> list[Path]:

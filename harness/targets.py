@@ -74,10 +74,10 @@ ENGINE_METHODS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 
-#: Where the in-process mock classes live, imported only when a mock is first needed.
-MOCK_CLASSES: dict[str, str] = {
-    "tensorlake": "mockserver.tensorlake:TensorLakeMock",
-    "opensandbox": "mockserver.opensandbox:OpenSandboxMock",
+#: Where the in-process mock classes live (first importable wins), imported only when first needed.
+MOCK_CLASSES: dict[str, tuple[str, ...]] = {
+    "tensorlake": ("mockserver.tensorlake:TensorLakeMock", "mockserver.tensorlake.mock:TensorLakeMock"),
+    "opensandbox": ("mockserver.opensandbox:OpenSandboxMock", "mockserver.opensandbox.mock:OpenSandboxMock"),
 }
 
 #: Where the reference policy engines live, used as the ``mock`` target's engines.
@@ -157,8 +157,17 @@ class RunningMock:
 
     @property
     def env(self) -> dict[str, str]:
-        """Return the SDK environment variables that point at this mock."""
-        return sdk_env(self.provider, self.url, self.api_key)
+        """Return the SDK environment variables that point at this mock (plus the mock's own, if it has any)."""
+        env = sdk_env(self.provider, self.url, self.api_key)
+        own = getattr(self.admin, "sdk_env", None)
+        if callable(own):
+            try:
+                extra = own(self.url)
+            except TypeError:
+                extra = None
+            if isinstance(extra, dict):
+                env.update({str(k): str(v) for k, v in extra.items()})
+        return env
 
     def reset(self) -> None:
         """Return the mock to a fresh state (no sandboxes, faults or journal)."""
@@ -171,10 +180,19 @@ class RunningMock:
         return AdminClient(self.url)
 
 
+def _mock_api_key(core: object) -> str:
+    """Return a key the mock accepts: its first configured key, else the default."""
+    keys = getattr(core, "keys", None)
+    if isinstance(keys, Mapping) and keys:
+        return str(next(iter(keys)))
+    key = getattr(core, "api_key", None)
+    return key if isinstance(key, str) and key else DEFAULT_API_KEY
+
+
 class MockStack:
     """Create in-process mocks on demand, serve them on loopback sockets and stop them together."""
 
-    def __init__(self, classes: Mapping[str, str] | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(self, classes: Mapping[str, Sequence[str]] | None = None, host: str = "127.0.0.1") -> None:
         self._classes = dict(classes) if classes is not None else None
         self._host = host
         self._cores: dict[str, MockCore] = {}
@@ -193,14 +211,16 @@ class MockStack:
         classes = self._classes if self._classes is not None else MOCK_CLASSES
         if provider not in classes:
             raise TargetError(f"no mock for provider {provider!r}; known: {', '.join(sorted(classes))}")
-        try:
-            cls = _import_object(classes[provider])
-        except (ImportError, AttributeError) as exc:
-            raise TargetError(
-                f"the {provider} mock ({classes[provider]}) cannot be imported: {type(exc).__name__}: {exc}"
-            ) from exc
-        core: MockCore = cls()
-        return core
+        problems = []
+        for path in classes[provider]:
+            try:
+                cls = _import_object(path)
+            except (ImportError, AttributeError) as exc:
+                problems.append(f"{path}: {type(exc).__name__}: {exc}")
+                continue
+            core: MockCore = cls()
+            return core
+        raise TargetError(f"the {provider} mock cannot be imported ({'; '.join(problems)})")
 
     def get(self, provider: str) -> RunningMock:
         """Return the provider's mock, serving it on a free loopback port on first use."""
@@ -210,8 +230,7 @@ class MockStack:
             if running is None:
                 server = core.server(host=self._host, port=0)
                 server.start()
-                api_key = getattr(core, "api_key", None)
-                running = RunningMock(provider, core, server, api_key if isinstance(api_key, str) else DEFAULT_API_KEY)
+                running = RunningMock(provider, core, server, _mock_api_key(core))
                 self._running[provider] = running
             return running
 
@@ -303,7 +322,8 @@ def check_engine(engine: object, label: str = "engine") -> None:
         try:
             signature.bind(*params)
         except TypeError:
-            problems.append(f"{name}{signature} cannot be called as {name}({', '.join(params)})")
+            takes = ", ".join(signature.parameters)
+            problems.append(f"{name}({takes}) cannot be called as {name}({', '.join(params)})")
     if problems:
         raise TargetError(
             f"policy engine {label!r} (kind {kind!r}) does not implement the {kind} protocol: " + "; ".join(problems)

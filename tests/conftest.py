@@ -1,22 +1,12 @@
-"""Shared test configuration: Hypothesis profiles and the SDK environment guard."""
+"""Test configuration: the sandproof plugin registers the Hypothesis profiles; ``ci`` is the default here."""
 
 from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 
-settings.register_profile(
-    "ci",
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-settings.register_profile(
-    "thorough",
-    max_examples=2000,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-settings.register_profile("dev", max_examples=20, deadline=None)
+from harness.plugin import register_hypothesis_profiles
+
+register_hypothesis_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -89,16 +89,26 @@ class JournalMiddleware:
                 body.extend(message.get("body", b"")[: BODY_LIMIT - len(body)])
             return message
 
+        recorded = False
+
+        def record_once() -> None:
+            nonlocal recorded
+            if not recorded:
+                recorded = True
+                self._record(scope, request_notes, bytes(body), status)
+
         async def recording_send(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                record_once()  # before the client can see the end of the response
             await send(message)
 
         try:
             await self.app(scope, recording_receive, recording_send)
         finally:
-            self._record(scope, request_notes, bytes(body), status)
+            record_once()
 
     def _record(self, scope: Scope, request_notes: RequestNotes, body: bytes, status: int) -> None:
         headers = {

@@ -1,0 +1,119 @@
+"""The contract report: folding phases, tallies, summary lines, fidelity matrix, JSON, deviations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import report as report_module
+from harness.report import ContractReport, Tally, TestRecord, deviations, register_deviation, unregister_deviation
+
+
+@pytest.fixture(autouse=True)
+def _own_deviation_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give each test an empty registry and put the real one back afterwards."""
+    monkeypatch.setattr(report_module, "_DEVIATIONS", [])
+
+
+def _sample() -> ContractReport:
+    rep = ContractReport("mock", profile="ci")
+    rep.record("t.py::a", "tensorlake", "create", "passed", duration=0.5)
+    rep.record("t.py::b", "tensorlake", "create", "failed", "AssertionError: status 500 != 201")
+    rep.record("t.py::c", "opensandbox", "create", "passed")
+    rep.record("t.py::d", "opensandbox", "faults", "skipped", "no /_mock admin API")
+    rep.record("t.py::e", "opensandbox", "faults", "skipped", "no /_mock admin API")
+    rep.add_examples("t.py::a", 120)
+    rep.add_unknown_fields("opensandbox", {"POST /v1/sandboxes": ["volumes", "extensions"]})
+    rep.add_unknown_fields("opensandbox", {"POST /v1/sandboxes": {"volumes"}}, source="t.py::c")
+    rep.finish(1)
+    return rep
+
+
+def test_phases_fold_into_the_worst_outcome() -> None:
+    rep = ContractReport("mock")
+    rep.record("x", "tensorlake", "get", "passed", duration=0.25)
+    rep.record("x", "tensorlake", "get", "error", "teardown blew up", duration=0.25)
+    rep.record("x", "tensorlake", "get", "passed")
+    record = rep.records["x"]
+    assert (record.outcome, record.reason, record.duration) == ("error", "teardown blew up", 0.5)
+
+
+def test_tally_buckets_every_outcome() -> None:
+    tally = Tally()
+    for outcome in ("passed", "xpassed", "failed", "error", "skipped", "xfailed"):
+        tally.add(TestRecord("n", "p", "o", outcome, reason=f"why {outcome}"))  # type: ignore[arg-type]
+    assert (tally.passed, tally.failed, tally.skipped, tally.total) == (2, 2, 2, 6)
+    assert "why passed" not in tally.reasons and "why skipped" in tally.reasons
+
+
+def test_summary_lines_show_counts_and_reasons() -> None:
+    lines = _sample().summary_lines()
+    assert lines[0] == "target mock, Hypothesis profile ci"
+    assert lines[1].split() == ["provider", "operation", "passed", "failed", "skipped", "notes"]
+    tl = next(line for line in lines if line.startswith("tensorlake") and "create" in line)
+    assert tl.split()[2:5] == ["1", "1", "0"] and "status 500 != 201" in tl
+    faults = next(line for line in lines if "faults" in line)
+    assert faults.split()[2:5] == ["0", "0", "2"] and "no /_mock admin API" in faults
+    assert lines[-1].startswith("2 passed, 1 failed, 2 skipped in ")
+    assert "120 Hypothesis examples" in lines[-1]
+    assert ContractReport("mock").summary_lines() == []
+
+
+def test_fidelity_matrix_cells_sections_and_escaping() -> None:
+    rep = _sample()
+    register_deviation("tensorlake", "create", "ids differ | in format", "real ids are opaque")
+    register_deviation("opensandbox", "pause", "pause is instant", "no container to freeze")
+    text = rep.fidelity_markdown()
+    assert "| operation | tensorlake | opensandbox |" in text
+    assert "| create | ❌ 1/2 passed ⚠ | ✅ 1 passed |" in text
+    assert "| faults | — | ⏭ skipped |" in text
+    assert "| pause | — | — ⚠ |" in text  # a deviation's operation gets a row even without tests
+    assert "## Failures" in text and "`t.py::b`: AssertionError: status 500 != 201" in text
+    assert "- **opensandbox · faults** (2 tests): no /_mock admin API" in text
+    assert "| tensorlake | create | ids differ \\| in format | real ids are opaque |" in text
+    assert "| opensandbox | `POST /v1/sandboxes` | extensions, volumes | `c` |" in text
+    assert "Hypothesis profile `ci`" in text and "120 Hypothesis examples" in text
+
+
+def test_matrix_without_deviations_or_failures_says_so() -> None:
+    rep = ContractReport("policy:x:y")
+    rep.record("t::a", "opensandbox", "network-policy", "passed")
+    text = rep.fidelity_markdown()
+    assert "None registered." in text and "## Failures" not in text and "## Skipped" not in text
+    assert "| network-policy | — | ✅ 1 passed |" in text
+
+
+def test_json_and_files(tmp_path: Path) -> None:
+    rep = _sample()
+    written = rep.write(tmp_path / "out")
+    assert [p.name for p in written] == ["fidelity.md", "results.json"]
+    data = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert data["target"] == "mock" and data["exit_status"] == 1
+    assert data["totals"] == {"passed": 2, "failed": 1, "skipped": 2}
+    assert data["examples"] == 120 and data["examples_per_second"] > 0
+    assert data["unknown_fields"] == {"opensandbox": {"POST /v1/sandboxes": ["extensions", "volumes"]}}
+    assert data["unknown_field_sources"]["opensandbox"]["POST /v1/sandboxes"] == {
+        "extensions": [],
+        "volumes": ["t.py::c"],
+    }
+    assert {c["operation"] for c in data["cells"]} == {"create", "faults"}
+    assert next(t for t in data["tests"] if t["nodeid"] == "t.py::a")["examples"] == 120
+
+
+def test_deviation_registry_dedupes_validates_and_forgets() -> None:
+    first = register_deviation(" tensorlake ", "create", "slow", "why")
+    again = register_deviation("tensorlake", "create", "slow", "why")
+    assert first == again and deviations() == [first] and first.provider == "tensorlake"
+    with pytest.raises(ValueError, match="description must be a non-empty string"):
+        register_deviation("tensorlake", "create", " ", "why")
+    unregister_deviation(first)
+    unregister_deviation(first)
+    assert deviations() == []
+
+
+def test_long_reasons_are_shortened() -> None:
+    rep = ContractReport("mock")
+    rep.record("t", "tensorlake", "op", "failed", "x " * 1000)
+    assert len(rep.records["t"].reason) == 300 and rep.records["t"].reason.endswith("…")

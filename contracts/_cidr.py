@@ -20,26 +20,23 @@ def is_ipv4_shaped(text: str) -> bool:
     return bool(text) and set(text) <= _DOTTED
 
 
+_OCTETS = {str(octet): octet for octet in range(256)}
+
+
 def parse_ipv4(text: str) -> int | None:
     """Return the dotted-quad ``text`` as an integer, or None unless it is a strict IPv4 address.
 
-    Strict means four decimal octets of at most three digits, each at most 255, without leading zeros
-    (``010.0.0.1`` is ambiguous between octal and decimal, so it is not an address).
+    Strict means four decimal octets from 0 to 255 in their canonical spelling: no leading zeros
+    (``010.0.0.1`` is ambiguous between octal and decimal), signs, spaces or non-ASCII digits.
     """
     parts = text.split(".")
     if len(parts) != 4:
         return None
-    value = 0
-    for part in parts:
-        if not part or len(part) > 3 or not set(part) <= _DIGITS:
-            return None
-        if len(part) > 1 and part[0] == "0":
-            return None
-        octet = int(part)
-        if octet > 255:
-            return None
-        value = (value << 8) | octet
-    return value
+    octets = _OCTETS
+    try:
+        return octets[parts[0]] << 24 | octets[parts[1]] << 16 | octets[parts[2]] << 8 | octets[parts[3]]
+    except KeyError:
+        return None
 
 
 def format_ipv4(value: int) -> str:

@@ -55,10 +55,16 @@ __all__ = [
     "EntryKind",
     "NetworkConfig",
     "PolicyError",
+    "PolicyIndex",
+    "allow_reason",
     "apply_network_update",
     "classify_entry",
     "decide_dns",
     "decide_egress",
+    "deny_reason",
+    "dns_verdict",
+    "egress_verdict",
+    "prepare_destination",
     "resolvable_hostnames",
 ]
 
@@ -193,7 +199,9 @@ def _entry_kind(entry: str) -> EntryKind:
 
 
 @dataclass(frozen=True, slots=True)
-class _Index:
+class PolicyIndex:
+    """The per-config lookup structures: domain suffix dicts and per-prefix-length CIDR dicts."""
+
     allow_domains: DomainIndex
     allow_ips: CidrIndex
     deny_domains: DomainIndex
@@ -227,7 +235,7 @@ class NetworkConfig:
     allow_internet_access: bool = True
     allow_out: tuple[str, ...] = ()
     deny_out: tuple[str, ...] = ()
-    _index: _Index | None = field(default=None, init=False, repr=False, compare=False, hash=False)
+    _index: PolicyIndex | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         """Validate and normalise the fields; raise PolicyError naming the offending entry."""
@@ -262,13 +270,13 @@ class NetworkConfig:
             "deny_out": list(self.deny_out),
         }
 
-    def index(self) -> _Index:
-        """Return the decision indexes, building them on first use."""
+    def index(self) -> PolicyIndex:
+        """Return the decision indexes, built on first use and cached on this config."""
         index = self._index
         if index is None:
             allow_domains, allow_ips = _build_indexes(self.allow_out)
             deny_domains, deny_ips = _build_indexes(self.deny_out)
-            index = _Index(allow_domains, allow_ips, deny_domains, deny_ips)
+            index = PolicyIndex(allow_domains, allow_ips, deny_domains, deny_ips)
             object.__setattr__(self, "_index", index)
         return index
 
@@ -283,7 +291,7 @@ def prepare_destination(host: str | None, ip: str | None) -> tuple[str | None, i
         raise ValueError("a destination needs a host, an ip or both")
     name: str | None = None
     if host is not None:
-        literal = parse_ipv4(host)
+        literal = parse_ipv4(host) if host[-1:].isdigit() else None
         if literal is not None:
             if ip is None:
                 return None, literal
@@ -333,7 +341,12 @@ def dns_verdict(config: NetworkConfig, deny_entry: str | None, allow_entry: str 
 
 
 def decide_egress(config: NetworkConfig | None, *, host: str | None = None, ip: str | None = None) -> Decision:
-    """Decide whether the sandbox may connect to ``ip`` after asking for ``host`` (either may be None)."""
+    """Decide whether the sandbox may connect to ``ip`` after asking for ``host`` (either may be None).
+
+    Hostname rules judge ``host`` (so every address it resolved to is covered), IPv4/CIDR rules judge
+    ``ip``; ``deny_out`` wins, and the reason names the first listed entry that decided, or the table row.
+    Costs one dict probe per label of ``host`` plus one per distinct CIDR prefix length (at most 33).
+    """
     if config is None:
         return Decision(True, REASON_NO_POLICY)
     name, address = prepare_destination(host, ip)
@@ -348,7 +361,12 @@ def decide_egress(config: NetworkConfig | None, *, host: str | None = None, ip: 
 
 
 def decide_dns(config: NetworkConfig | None, resolver_ip: str) -> Decision:
-    """Decide whether the sandbox may send DNS queries to its configured resolver ``resolver_ip``."""
+    """Decide whether the sandbox may send DNS queries to its configured resolver ``resolver_ip``.
+
+    Allowed in both ``allow_internet_access=true`` rows; in the (false, non-empty) row only when an
+    ``allow_out`` IPv4/CIDR entry covers the resolver; never in the (false, empty) row. A ``deny_out``
+    IPv4/CIDR entry covering the resolver blocks DNS in every row (deny wins here too).
+    """
     if config is None:
         return Decision(True, REASON_NO_POLICY)
     _, address = prepare_destination(None, resolver_ip)

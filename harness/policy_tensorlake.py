@@ -22,21 +22,45 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 import idna
-from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
 from contracts.tensorlake_adapter import TensorLakeEngine, reference_engine
 
 __all__ = [
     "CHECKS",
+    "EXAMPLE_CHECKS",
+    "PROPERTY_CHECKS",
     "CheckFailed",
     "CheckResult",
     "allow_entries",
+    "check_allow_never_allows_less",
+    "check_case_insensitive",
+    "check_cidr_bounds",
+    "check_deny_never_allows_more",
+    "check_deny_precedence",
+    "check_dns_agrees",
+    "check_egress_agrees",
+    "check_idna",
+    "check_normalisation",
+    "check_patch_tristate",
+    "check_seed_examples",
+    "check_seed_table",
+    "check_unresolvable_rejected",
+    "check_validation_agrees",
+    "check_wildcard_apex",
+    "cidrs",
+    "decorated_networks",
     "deny_entries",
     "destinations",
     "domains",
     "egress_cases",
+    "ipv4s",
     "networks",
+    "raw_networks",
+    "resolve_all",
+    "resolve_none",
+    "resolver_cases",
     "run_checks",
 ]
 
@@ -50,7 +74,7 @@ LABELS = ("a", "b", "api", "v1", "cdn", "example")
 UNICODE_LABELS = ("bücher", "пример")
 TLDS = ("com", "org", "io")
 PREFIXES = (0, 1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 30, 31, 32)
-UNRELATED_IP = "198.51.100.77"
+KEYS = ("allow_internet_access", "allow_out", "deny_out")
 RESOLVED = ["192.0.2.10"]
 
 
@@ -101,16 +125,14 @@ def domains(*, unicode: bool = True) -> st.SearchStrategy[str]:
     )
 
 
-_ipv4_ints = st.one_of(
-    st.builds(
-        lambda a, b, c, d: (a << 24) | (b << 16) | (c << 8) | d,
-        st.sampled_from((10, 192, 203)),
-        st.sampled_from((0, 1, 2, 128, 255)),
-        st.sampled_from((0, 1, 2, 128, 255)),
-        st.sampled_from((0, 1, 2, 9, 10, 127, 128, 254, 255)),
-    ),
-    st.integers(0, 2**32 - 1),
+_structured_ipv4_ints = st.builds(
+    lambda a, b, c, d: (a << 24) | (b << 16) | (c << 8) | d,
+    st.sampled_from((10, 192, 203)),
+    st.sampled_from((0, 1, 128, 255)),
+    st.sampled_from((0, 1, 128, 255)),
+    st.sampled_from((0, 1, 9, 10, 127, 128, 254, 255)),
 )
+_ipv4_ints = st.one_of(_structured_ipv4_ints, _structured_ipv4_ints, _structured_ipv4_ints, st.integers(0, 2**32 - 1))
 ipv4s = _ipv4_ints.map(lambda value: str(ipaddress.IPv4Address(value)))
 cidrs = st.builds(
     lambda value, prefix: str(ipaddress.IPv4Network((value, prefix), strict=False)),
@@ -133,15 +155,38 @@ def deny_entries() -> st.SearchStrategy[str]:
 
 @lru_cache
 def networks(*, min_allow: int = 0) -> st.SearchStrategy[Network]:
-    """Generate valid ``network`` objects, sometimes omitting keys to exercise the defaults."""
+    """Generate valid ``network`` objects, sometimes omitting keys, often with overlapping entries."""
     allow = st.lists(allow_entries(), min_size=min_allow, max_size=5)
     optional: dict[str, st.SearchStrategy[Any]] = {
         "allow_internet_access": st.booleans(),
         "deny_out": st.lists(deny_entries(), max_size=3),
     }
     if min_allow:
-        return st.fixed_dictionaries({"allow_out": allow}, optional=optional)
-    return st.fixed_dictionaries({}, optional={**optional, "allow_out": allow})
+        base = st.fixed_dictionaries({"allow_out": allow}, optional=optional)
+    else:
+        base = st.fixed_dictionaries({}, optional={**optional, "allow_out": allow})
+    return base.flatmap(_overlapping)
+
+
+@st.composite
+def _overlapping(draw: st.DrawFn, network: Network) -> Network:
+    """Add up to two entries overlapping existing ones: super/subnets, parent wildcards, child names."""
+    network = dict(network)
+    for _ in range(draw(_index) % 3):
+        entries = [*network.get("allow_out", []), *network.get("deny_out", [])]
+        if not entries:
+            break
+        entry = _pick(draw, entries)
+        if _is_address(entry):
+            start = int(ipaddress.IPv4Network(entry).network_address)
+            related = str(ipaddress.IPv4Network((start, draw(st.sampled_from(PREFIXES))), strict=False))
+        else:
+            base = entry.removeprefix("*.")
+            parent = base.partition(".")[2] if base.count(".") > 1 else base
+            related = _pick(draw, ("*." + base, "*." + parent, parent, f"{draw(_ascii_label)}.{base}"))
+        key = "allow_out" if related.startswith("*.") or draw(st.booleans()) else "deny_out"
+        network[key] = [*network.get(key, []), related]
+    return network
 
 
 def _canonical(network: Network) -> tuple[list[str], list[str]]:
@@ -155,11 +200,13 @@ def _is_address(entry: str) -> bool:
 
 
 def _near(entry: str) -> list[str]:
+    """Addresses on both sides of each edge of an IPv4/CIDR entry, plus its middle."""
     if not _is_address(entry):
         return []
     net = ipaddress.IPv4Network(entry)
     first, last = int(net.network_address), int(net.broadcast_address)
-    return [str(ipaddress.IPv4Address(v % 2**32)) for v in (first - 1, first, last, last + 1)]
+    edges = (first - 1, first, (first + last) // 2, last, last + 1)
+    return [str(ipaddress.IPv4Address(v % 2**32)) for v in edges]
 
 
 def _recase(text: str, mask: int) -> str:
@@ -174,28 +221,30 @@ def _pick(draw: st.DrawFn, items: Sequence[T]) -> T:
 def destinations(draw: st.DrawFn, network: Network) -> Destination:
     """Generate a (host, ip) destination that often hits the edges of ``network``'s rules."""
     allow, deny = _canonical(network)
-    names = [e.removeprefix("*.") for e in allow + deny if not _is_address(e)]
+    wild = [e[2:] for e in allow if e.startswith("*.")]
+    exact = [e for e in allow + deny if not e.startswith("*.") and not _is_address(e)]
     near = [ip for entry in allow + deny for ip in _near(entry)]
     host: str | None = None
-    how = draw(_index) % 6
-    if how == 1 or (how > 1 and not names):
+    how = draw(_index) % 10
+    if how == 2 or (how > 2 and not wild and not exact):
         host = draw(domains())
-    elif how > 1:
-        host = _pick(draw, names)
-        if how == 3:
+    elif how > 2:
+        host = _pick(draw, wild if wild and (how % 2 or not exact) else exact)
+        shape = draw(_index) % 4
+        if shape == 1:
             host = f"{draw(_ascii_label)}.{host}"
-        elif how == 4:
+        elif shape == 2:
             host = f"{draw(_ascii_label)}.{draw(_ascii_label)}.{host}"
-        elif how == 5:
+        elif shape == 3:
             host = host.partition(".")[2] or host
     if host is not None and draw(st.booleans()):
         host = _recase(host, draw(st.integers(0, 2**60)))
     ip: str | None = None
-    how = draw(_index) % 3
-    if how == 1 or (how == 2 and not near) or host is None:
-        ip = draw(ipv4s)
-    elif how == 2:
+    how = draw(_index) % 5
+    if near and (how > 1 or (host is None and how == 0)):
         ip = _pick(draw, near)
+    elif how == 1 or host is None:
+        ip = draw(ipv4s)
     return host, ip
 
 
@@ -211,6 +260,8 @@ def egress_cases(draw: st.DrawFn, min_allow: int = 0) -> tuple[Network, str | No
 def resolver_cases(draw: st.DrawFn) -> tuple[Network, str]:
     """Generate a network and a resolver address, often on the edge of one of its rules."""
     network = draw(networks())
+    if draw(st.booleans()):
+        network = {**network, "allow_internet_access": draw(st.booleans())}
     allow, deny = _canonical(network)
     near = [ip for entry in allow + deny for ip in _near(entry)]
     use_near = draw(st.booleans())
@@ -276,24 +327,23 @@ _TRICKY = (
 
 @st.composite
 def raw_networks(draw: st.DrawFn) -> object:
-    """Generate ``network`` values that are often invalid: bad entries, wrong types, unknown keys."""
-    if draw(st.integers(0, 15)) == 0:
+    """Generate ``network`` values that are valid or have exactly one defect (entry, type or key)."""
+    network: dict[str, Any] = dict(draw(networks()))
+    how = draw(_index) % 6
+    if how == 0:
         return draw(st.sampled_from([None, [], "network", 3]))
-    junk = st.sampled_from(_TRICKY)
-    weird: st.SearchStrategy[object] = st.sampled_from([5, None, True, 1.5, ["x"], {"a": 1}])
-    allow = st.lists(st.one_of(allow_entries(), junk, weird), max_size=4)
-    deny = st.lists(st.one_of(deny_entries(), allow_entries(), junk, weird), max_size=3)
-    value_for: dict[str, st.SearchStrategy[object]] = {
-        "allow_internet_access": st.one_of(st.booleans(), st.sampled_from([0, 1, "true", None])),
-        "allow_out": st.one_of(allow, allow, st.sampled_from(["example.com", None, {}])),
-        "deny_out": st.one_of(deny, deny, st.sampled_from(["example.com", None])),
-    }
-    network: dict[str, object] = {}
-    for key, values in value_for.items():
-        if draw(st.booleans()):
-            network[key] = draw(values)
-    if draw(st.integers(0, 7)) == 0:
-        network[draw(st.sampled_from(["allowOut", "bogus", "network"]))] = draw(allow)
+    if how in (1, 2):
+        key = draw(st.sampled_from(("allow_out", "deny_out")))
+        entries = list(network.get(key, []))
+        entries.insert(draw(_index) % (len(entries) + 1), draw(st.sampled_from(_TRICKY)))
+        network[key] = entries
+    elif how == 3:
+        network["deny_out"] = [*network.get("deny_out", []), "*." + draw(domains())]
+    elif how == 4:
+        key = draw(st.sampled_from(KEYS))
+        network[key] = draw(st.sampled_from([None, 0, 1, "true", "example.com", {}, [5], [None], [["x"]]]))
+    elif draw(st.booleans()):
+        network[draw(st.sampled_from(("allowOut", "bogus", "network")))] = []
     return network
 
 
@@ -343,6 +393,7 @@ def _property(
     engine: TensorLakeEngine,
     max_examples: int,
     derandomize: bool,
+    shrink: bool,
 ) -> CheckResult:
     failure: list[str] = []
 
@@ -354,6 +405,7 @@ def _property(
         suppress_health_check=_SUPPRESSED,
         verbosity=Verbosity.quiet,
         print_blob=False,
+        phases=(Phase.explicit, Phase.generate, Phase.shrink) if shrink else (Phase.explicit, Phase.generate),
     )
     @given(strategy)
     def run(case: T) -> None:
@@ -448,7 +500,30 @@ def _seed_table(e: TensorLakeEngine) -> None:
         _dns(e, row, "10.0.0.2", False)
 
 
+_INVALID = (
+    {"allow_out": ["2001:db8::1"]},
+    {"allow_out": ["10.0.0.0/33"]},
+    {"allow_out": ["10.0.0.1/8"]},
+    {"allow_out": ["999.1.1.1"]},
+    {"allow_out": ["api.*.example.com"]},
+    {"allow_out": ["*"]},
+    {"allow_out": [""]},
+    {"allow_out": [7]},
+    {"deny_out": ["*.example.com"]},
+    {"allow_out": ["example.com"], "deny": []},
+    {"allow_out": "example.com"},
+    {"allow_internet_access": "false"},
+)
+
+
 def _seed_examples(e: TensorLakeEngine) -> None:
+    for bad in _INVALID:
+        if not _raises(lambda bad=bad: e.validate(bad)):  # type: ignore[misc]
+            raise _ExampleFailed(f"network={bad!r}", "validate accepted an invalid policy")
+    _egress(e, {"allow_out": ["Example.COM."]}, "EXAMPLE.com", None, True)
+    _egress(e, {"allow_out": ["*.Example.com"]}, "Api.EXAMPLE.com", None, True)
+    _egress(e, {"allow_out": ["bücher.example"]}, "xn--bcher-kva.example", None, True)
+    _egress(e, {"allow_out": ["xn--bcher-kva.example"]}, "BÜCHER.example", None, True)
     wild = {"allow_out": ["*.example.com"]}
     _egress(e, wild, "api.example.com", None, True)
     _egress(e, wild, "v1.api.example.com", None, True)
@@ -478,6 +553,7 @@ def _seed_examples(e: TensorLakeEngine) -> None:
     patches: Sequence[tuple[Network | None, Network, Callable[[str], list[str]], Network | None]] = (
         (current, {"name": "renamed"}, resolve_all, current),
         (current, {"network": None}, resolve_all, None),
+        ({**full, "allow_internet_access": False}, {"network": {}}, resolve_all, {**no_names, "allow_out": []}),
         (
             None,
             {"network": {"allow_internet_access": False}},
@@ -497,12 +573,16 @@ def _seed_examples(e: TensorLakeEngine) -> None:
         raise _ExampleFailed("allow_out=['nx.invalid'] with a failing resolver", "the update was not rejected")
 
 
-def check_seed_table(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_seed_table(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check the docs' four-row allow_internet_access x allow_out table, DNS column included."""
     return _examples("seed_table", engine, _seed_table)
 
 
-def check_seed_examples(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_seed_examples(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check the docs' examples: wildcard and apex, deny over allow, no policy, the PATCH tri-state."""
     return _examples("seed_examples", engine, _seed_examples)
 
@@ -517,9 +597,11 @@ def _egress_agrees(engine: TensorLakeEngine, case: tuple[Network, str | None, st
     _expect(got == want, f"allows_egress returned {got}, the reference says {want}")
 
 
-def check_egress_agrees(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_egress_agrees(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check egress decisions against the reference on policies and destinations aimed at each other."""
-    return _property("egress_agrees", egress_cases(), _egress_agrees, engine, max_examples, derandomize)
+    return _property("egress_agrees", egress_cases(), _egress_agrees, engine, max_examples, derandomize, shrink)
 
 
 def _dns_agrees(engine: TensorLakeEngine, case: tuple[Network, str]) -> None:
@@ -529,9 +611,11 @@ def _dns_agrees(engine: TensorLakeEngine, case: tuple[Network, str]) -> None:
     _expect(got == want, f"allows_dns returned {got}, the reference says {want}")
 
 
-def check_dns_agrees(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_dns_agrees(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check DNS decisions against the reference, resolvers placed on the edges of the policy's CIDRs."""
-    return _property("dns_agrees", resolver_cases(), _dns_agrees, engine, max_examples, derandomize)
+    return _property("dns_agrees", resolver_cases(), _dns_agrees, engine, max_examples, derandomize, shrink)
 
 
 @st.composite
@@ -554,10 +638,12 @@ def _deny_precedence(engine: TensorLakeEngine, case: tuple[Network, str | None, 
         _expect(not engine.allows_dns(both, ip), f"resolver {ip} is covered by deny_out {entry!r} but DNS was allowed")
 
 
-def check_deny_precedence(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_deny_precedence(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check that a destination matched by both allow_out and deny_out is blocked (DNS included)."""
     cases = _aimed_cases(aimed_only=True)
-    return _property("deny_precedence", cases, _deny_precedence, engine, max_examples, derandomize)
+    return _property("deny_precedence", cases, _deny_precedence, engine, max_examples, derandomize, shrink)
 
 
 def _deny_monotone(engine: TensorLakeEngine, case: tuple[Network, str | None, str | None, str]) -> None:
@@ -570,10 +656,12 @@ def _deny_monotone(engine: TensorLakeEngine, case: tuple[Network, str | None, st
 
 
 def check_deny_never_allows_more(
-    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
 ) -> CheckResult:
     """Check that adding a deny_out entry never allows a destination or resolver that was blocked."""
-    return _property("deny_never_allows_more", _aimed_cases(), _deny_monotone, engine, max_examples, derandomize)
+    return _property(
+        "deny_never_allows_more", _aimed_cases(), _deny_monotone, engine, max_examples, derandomize, shrink
+    )
 
 
 def _allow_monotone(engine: TensorLakeEngine, case: tuple[Network, str | None, str | None, str]) -> None:
@@ -586,11 +674,11 @@ def _allow_monotone(engine: TensorLakeEngine, case: tuple[Network, str | None, s
 
 
 def check_allow_never_allows_less(
-    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
 ) -> CheckResult:
     """Check that adding an entry to a non-empty allow_out never blocks what was allowed."""
     cases = _aimed_cases(min_allow=1, wildcard=True)
-    return _property("allow_never_allows_less", cases, _allow_monotone, engine, max_examples, derandomize)
+    return _property("allow_never_allows_less", cases, _allow_monotone, engine, max_examples, derandomize, shrink)
 
 
 def _wildcard_apex(engine: TensorLakeEngine, case: tuple[str, str, str, bool, str | None]) -> None:
@@ -603,15 +691,25 @@ def _wildcard_apex(engine: TensorLakeEngine, case: tuple[str, str, str, bool, st
     _expect(engine.allows_egress(with_apex, domain, ip), f"the apex entry {domain} did not match {domain}")
 
 
-def check_wildcard_apex(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_wildcard_apex(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check that *.d matches names any depth below d but never d itself."""
     cases = st.tuples(domains(), _ascii_label, _ascii_label, st.booleans(), st.one_of(st.none(), ipv4s))
-    return _property("wildcard_apex", cases, _wildcard_apex, engine, max_examples, derandomize)
+    return _property("wildcard_apex", cases, _wildcard_apex, engine, max_examples, derandomize, shrink)
 
 
 @st.composite
 def _case_cases(draw: st.DrawFn) -> tuple[Network, str, str | None, int]:
     network, host, ip = draw(egress_cases())
+    allow, deny = _canonical(network)
+    wild = [e[2:] for e in allow if e.startswith("*.")]
+    exact = [e for e in allow + deny if not e.startswith("*.") and not _is_address(e)]
+    choice = draw(_index) % 4
+    if choice < 3 and exact and (choice < 2 or not wild):
+        host = _pick(draw, exact)
+    elif choice < 3 and wild:
+        host = f"{draw(_ascii_label)}.{_pick(draw, wild)}"
     if host is None:
         host = draw(domains())
     return network, host.lower(), ip, draw(st.integers(1, 2**60))
@@ -627,10 +725,10 @@ def _case_insensitive(engine: TensorLakeEngine, case: tuple[Network, str, str | 
 
 
 def check_case_insensitive(
-    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
 ) -> CheckResult:
     """Check that letter case in hosts and in domain entries never changes a decision."""
-    return _property("case_insensitive", _case_cases(), _case_insensitive, engine, max_examples, derandomize)
+    return _property("case_insensitive", _case_cases(), _case_insensitive, engine, max_examples, derandomize, shrink)
 
 
 _unicode_domains = st.builds(
@@ -658,10 +756,12 @@ def _idna(engine: TensorLakeEngine, case: tuple[str, str, bool]) -> None:
     _expect(out is not None and out.get("allow_out") == want, f"normalised allow_out is {out!r}, expected {want}")
 
 
-def check_idna(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_idna(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check that non-ASCII names are IDNA-encoded and match their punycode spelling both ways."""
     cases = st.tuples(_unicode_domains, _ascii_label, st.booleans())
-    return _property("idna", cases, _idna, engine, max_examples, derandomize)
+    return _property("idna", cases, _idna, engine, max_examples, derandomize, shrink)
 
 
 @st.composite
@@ -684,9 +784,11 @@ def _normalisation(engine: TensorLakeEngine, case: tuple[Network, str | None, st
     )
 
 
-def check_normalisation(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_normalisation(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check normalisation (case, dots, spaces, ports, duplicates) against the reference, and its round trip."""
-    return _property("normalisation", _normalisation_cases(), _normalisation, engine, max_examples, derandomize)
+    return _property("normalisation", _normalisation_cases(), _normalisation, engine, max_examples, derandomize, shrink)
 
 
 def _validation(engine: TensorLakeEngine, raw: object) -> None:
@@ -697,16 +799,24 @@ def _validation(engine: TensorLakeEngine, raw: object) -> None:
 
 
 def check_validation_agrees(
-    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
 ) -> CheckResult:
     """Check that the engine rejects exactly the policies the reference rejects."""
-    return _property("validation_agrees", raw_networks(), _validation, engine, max_examples, derandomize)
+    return _property("validation_agrees", raw_networks(), _validation, engine, max_examples, derandomize, shrink)
+
+
+@st.composite
+def _currents(draw: st.DrawFn) -> Network | None:
+    """A current policy in normalised form with a non-empty allow_out, or (one time in four) None."""
+    if draw(_index) % 4 == 0:
+        return None
+    network = {**draw(networks(min_allow=1)), "allow_internet_access": draw(st.booleans())}
+    return REFERENCE.apply_update(None, {"network": network}, resolve_all)
 
 
 @st.composite
 def _patch_cases(draw: st.DrawFn) -> tuple[Network | None, dict[str, Any], str]:
-    raw = draw(st.one_of(st.none(), networks()))
-    current = None if raw is None else REFERENCE.apply_update(None, {"network": raw}, resolve_all)
+    current = draw(_currents())
     kind = draw(st.sampled_from(("absent", "null", "object")))
     body: dict[str, Any] = {}
     if draw(st.booleans()):
@@ -716,7 +826,9 @@ def _patch_cases(draw: st.DrawFn) -> tuple[Network | None, dict[str, Any], str]:
     if kind == "null":
         body["network"] = None
     elif kind == "object":
-        body["network"] = draw(networks())
+        network = draw(networks())
+        drop = draw(st.sets(st.sampled_from(KEYS)))
+        body["network"] = {key: value for key, value in network.items() if key not in drop}
     return current, body, kind
 
 
@@ -731,9 +843,11 @@ def _patch(engine: TensorLakeEngine, case: tuple[Network | None, dict[str, Any],
     _expect(got == want, f"apply_update returned {got!r}, the reference gives {want!r}")
 
 
-def check_patch_tristate(engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True) -> CheckResult:
+def check_patch_tristate(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
     """Check the PATCH tri-state: absent keeps, null clears, an object replaces with defaults."""
-    return _property("patch_tristate", _patch_cases(), _patch, engine, max_examples, derandomize)
+    return _property("patch_tristate", _patch_cases(), _patch, engine, max_examples, derandomize, shrink)
 
 
 @st.composite
@@ -741,9 +855,7 @@ def _unresolvable_cases(draw: st.DrawFn) -> tuple[Network | None, Network, str]:
     network = draw(networks())
     name = draw(domains(unicode=False))
     network = _with(network, draw(st.sampled_from(("allow_out", "deny_out"))), name)
-    raw = draw(st.one_of(st.none(), networks()))
-    current = None if raw is None else REFERENCE.apply_update(None, {"network": raw}, resolve_all)
-    return current, network, name
+    return draw(_currents()), network, name
 
 
 def _unresolvable(engine: TensorLakeEngine, case: tuple[Network | None, Network, str]) -> None:
@@ -761,7 +873,7 @@ def _unresolvable(engine: TensorLakeEngine, case: tuple[Network | None, Network,
     allow, deny = _canonical(network)
     no_names = {
         "allow_internet_access": network.get("allow_internet_access", True),
-        "allow_out": [e for e in allow if e.startswith("*.") or _is_address(e)],
+        "allow_out": list(dict.fromkeys([e for e in allow if e.startswith("*.") or _is_address(e)] + ["*." + name])),
         "deny_out": [e for e in deny if _is_address(e)],
     }
     asked.clear()
@@ -771,28 +883,60 @@ def _unresolvable(engine: TensorLakeEngine, case: tuple[Network | None, Network,
 
 
 def check_unresolvable_rejected(
-    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
 ) -> CheckResult:
     """Check that an unresolvable hostname rejects the update and that wildcards are never resolved."""
-    return _property("unresolvable_rejected", _unresolvable_cases(), _unresolvable, engine, max_examples, derandomize)
+    return _property(
+        "unresolvable_rejected", _unresolvable_cases(), _unresolvable, engine, max_examples, derandomize, shrink
+    )
+
+
+def _cidr_bounds(engine: TensorLakeEngine, case: tuple[str, bool]) -> None:
+    cidr, internet = case
+    net = ipaddress.IPv4Network(cidr)
+    first, last = int(net.network_address), int(net.broadcast_address)
+    inside = [str(ipaddress.IPv4Address(v)) for v in (first, last)]
+    outside = [str(ipaddress.IPv4Address(v)) for v in (first - 1, last + 1) if 0 <= v < 2**32]
+    allow = {"allow_internet_access": internet, "allow_out": [cidr]}
+    deny = {"allow_internet_access": True, "deny_out": [cidr]}
+    for ip in inside:
+        _expect(engine.allows_egress(allow, None, ip), f"allow_out {cidr} did not cover {ip}")
+        _expect(not engine.allows_egress(deny, None, ip), f"deny_out {cidr} did not cover {ip}")
+        _expect(engine.allows_dns(allow, ip), f"allow_out {cidr} did not let DNS reach resolver {ip}")
+        _expect(not engine.allows_dns(deny, ip), f"deny_out {cidr} did not block DNS to resolver {ip}")
+    for ip in outside:
+        _expect(not engine.allows_egress(allow, None, ip), f"allow_out {cidr} covered {ip}")
+        _expect(engine.allows_egress(deny, None, ip), f"deny_out {cidr} covered {ip}")
+        _expect(engine.allows_dns(allow, ip) == internet, f"allow_out {cidr} changed DNS to resolver {ip}")
+
+
+def check_cidr_bounds(
+    engine: TensorLakeEngine, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
+    """Check that an IPv4/CIDR entry covers exactly its first to last address, for egress and DNS."""
+    cases = st.tuples(cidrs, st.booleans())
+    return _property("cidr_bounds", cases, _cidr_bounds, engine, max_examples, derandomize, shrink)
 
 
 CHECKS: dict[str, Callable[..., CheckResult]] = {
     "seed_table": check_seed_table,
     "seed_examples": check_seed_examples,
+    "wildcard_apex": check_wildcard_apex,
+    "cidr_bounds": check_cidr_bounds,
     "egress_agrees": check_egress_agrees,
     "dns_agrees": check_dns_agrees,
-    "deny_precedence": check_deny_precedence,
-    "deny_never_allows_more": check_deny_never_allows_more,
-    "allow_never_allows_less": check_allow_never_allows_less,
-    "wildcard_apex": check_wildcard_apex,
+    "patch_tristate": check_patch_tristate,
     "case_insensitive": check_case_insensitive,
     "idna": check_idna,
-    "normalisation": check_normalisation,
+    "deny_precedence": check_deny_precedence,
     "validation_agrees": check_validation_agrees,
-    "patch_tristate": check_patch_tristate,
     "unresolvable_rejected": check_unresolvable_rejected,
+    "normalisation": check_normalisation,
+    "deny_never_allows_more": check_deny_never_allows_more,
+    "allow_never_allows_less": check_allow_never_allows_less,
 }
+EXAMPLE_CHECKS = ("seed_table", "seed_examples")
+PROPERTY_CHECKS = tuple(name for name in CHECKS if name not in EXAMPLE_CHECKS)
 
 
 def run_checks(
@@ -802,15 +946,20 @@ def run_checks(
     derandomize: bool = True,
     only: Iterable[str] | None = None,
     fail_fast: bool = False,
+    shrink: bool = True,
 ) -> list[CheckResult]:
-    """Run the checks (all, or the names in ``only``) against ``engine``; one result per check run."""
+    """Run the checks (all, or the names in ``only``, in that order) against ``engine``; one result each.
+
+    ``derandomize`` makes runs repeatable; ``fail_fast`` stops at the first failing check; ``shrink=False``
+    reports the first failing input found instead of a minimal one (faster).
+    """
     names = list(CHECKS) if only is None else list(only)
     unknown = [name for name in names if name not in CHECKS]
     if unknown:
         raise KeyError(f"unknown check(s): {', '.join(unknown)}")
     results: list[CheckResult] = []
     for name in names:
-        result = CHECKS[name](engine, max_examples=max_examples, derandomize=derandomize)
+        result = CHECKS[name](engine, max_examples=max_examples, derandomize=derandomize, shrink=shrink)
         results.append(result)
         if fail_fast and not result.passed:
             break

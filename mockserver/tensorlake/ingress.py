@@ -40,7 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mockserver.core.middleware import notes
 
 from .management import SANDBOX_KEY, runtime_error
-from .records import Sandbox
+from .records import Sandbox, owner_id
 from .validate import MANAGEMENT_PORT
 
 if TYPE_CHECKING:
@@ -154,7 +154,8 @@ class Ingress:
         """Return the sandbox a request may reach, waking it if needed; raise :class:`Refusal` otherwise."""
         model = self.mock.model
         key = self._bearer(scope)
-        sandbox = model.find_any(target.label, key) or model.find_any(target.label)
+        owner = None if key is None else owner_id(key)
+        sandbox = model.find_any(target.label, owner) or model.find_any(target.label)
         if sandbox is None:
             raise Refusal(404, "SANDBOX_NOT_FOUND", f"no sandbox {target.label!r}")
         request_notes = notes(scope)
@@ -164,7 +165,7 @@ class Ingress:
             raise Refusal(403, "PORT_NOT_EXPOSED", f"port {target.port} is not in exposed_ports")
         if not public:
             self.authorise(scope, sandbox, key)
-            request_notes.tenant = sandbox.owner[:12] + "/" + sandbox.namespace
+            request_notes.tenant = f"{sandbox.owner}/{sandbox.namespace}"
         if sandbox.status == "suspended" and sandbox.auto_resume:
             model.wake(sandbox)
         if sandbox.status == "pending" and sandbox.resuming:
@@ -184,7 +185,9 @@ class Ingress:
     def authorise(self, scope: Scope, sandbox: Sandbox, key: str | None) -> None:
         """Accept the owner's bearer key or a session cookie scoped to its project; else refuse."""
         if key is not None:
-            if key != sandbox.owner:
+            if not self.mock.key_is_valid(key):
+                raise Refusal(401, "INVALID_API_KEY", "the API key is not valid")
+            if owner_id(key) != sandbox.owner:
                 raise Refusal(403, "FORBIDDEN", "the API key does not grant access to this sandbox")
             return
         cookies = cookie_parser(_header(scope, b"cookie") or "")
@@ -195,8 +198,8 @@ class Ingress:
         if session is None:
             raise Refusal(401, "INVALID_SESSION", "the session cookie is not valid")
         query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
-        org = (query.get("organizationId") or [None])[0]
-        project = (query.get("projectId") or [None])[0]
+        org = next(iter(query.get("organizationId", [])), None)
+        project = next(iter(query.get("projectId", [])), None)
         if not org or not project:
             raise Refusal(401, "MISSING_PROJECT", "session auth needs organizationId and projectId query parameters")
         if (org, project) != (session.organization_id, session.project_id) or session.owner != sandbox.owner:

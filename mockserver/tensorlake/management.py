@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from starlette.applications import Starlette
@@ -26,8 +26,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from mockserver.core.http import ApiError, read_body, read_json
+from mockserver.core.middleware import notes
 from mockserver.sandbox.filesystem import FsError, normpath
-from mockserver.sandbox.steps import Exit, Output, Sleep, Step
+from mockserver.sandbox.steps import Exit, Output, Sleep
 
 from .records import Sandbox, ms
 
@@ -40,14 +41,6 @@ LOG_LIMIT = 10_000
 STREAMS = ("stdout", "stderr")
 VERSION = "sandproof-mock"
 _FS_STATUS = {"not_found": 404, "is_a_directory": 400, "not_a_directory": 400, "invalid_path": 400}
-
-
-class Emulator(Protocol):
-    """Run a command line inside a sandbox, yielding output, sleeps and the exit."""
-
-    def run(self, command: str | list[str], env: dict[str, str] | None = ..., cwd: str = ...) -> Iterator[Step]:
-        """Return the steps of ``command``."""
-        ...
 
 
 def runtime_error(status: int, code: str, message: str) -> ApiError:
@@ -121,7 +114,7 @@ class Runtime:
     def find(self, ref: str) -> Process:
         """Return the process with this pid or name; 404 if there is none."""
         ref = unquote(ref)
-        if ref.isdigit() and int(ref) in self.processes:
+        if ref.isascii() and ref.isdigit() and int(ref) in self.processes:
             return self.processes[int(ref)]
         for proc in self.processes.values():
             if proc.name == ref:
@@ -191,7 +184,7 @@ class Runtime:
 
     def _log(self, proc: Process, stream: str, line: str, now: float) -> None:
         level = 3 if stream == "stdout" else 5
-        signal = {
+        signal: dict[str, Any] = {
             "timestamp": ms(now),
             "uuid": self.mock.ids.uuid4(),
             "namespace": self.sandbox.namespace,
@@ -270,9 +263,22 @@ def sse(events: AsyncIterator[dict[str, Any]], first: Iterable[dict[str, Any]] =
     return StreamingResponse(frames(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
 
 
-def _command_body(body: Any, *, run: bool) -> dict[str, Any]:
+RUN_KEYS = frozenset({"command", "args", "env", "working_dir", "timeout", "user"})
+START_KEYS = RUN_KEYS - {"timeout"} | {
+    "stdin_mode",
+    "stdout_mode",
+    "stderr_mode",
+    "name",
+    "restart",
+    "health_check",
+}
+
+
+def _command_body(request: Request, body: Any, *, run: bool) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise runtime_error(400, "invalid_type", "request body must be a JSON object")
+    known = RUN_KEYS if run else START_KEYS
+    notes(request.scope).unknown_fields.extend(sorted(k for k in body if k not in known))
     command = body.get("command")
     if not isinstance(command, str) or not command:
         raise runtime_error(400, "invalid_command", "command must be a non-empty string")
@@ -330,7 +336,7 @@ class ManagementApi:
 
     async def run(self, request: Request) -> Response:
         """Run a command to completion, streaming its output and exit as server-sent events."""
-        body = _command_body(await read_json(request), run=True)
+        body = _command_body(request, await read_json(request), run=True)
         runtime = self.runtime(request)
         proc = runtime.spawn(body, timeout=body.get("timeout"))
         started = {"pid": proc.pid, "started_at": ms(proc.started_at)}
@@ -341,7 +347,7 @@ class ManagementApi:
         runtime = self.runtime(request)
         if request.method == "GET":
             return JSONResponse({"processes": [p.info() for p in runtime.processes.values()]})
-        body = _command_body(await read_json(request), run=False)
+        body = _command_body(request, await read_json(request), run=False)
         name = body.get("name")
         if name is not None and any(p.name == name and p.status == "running" for p in runtime.processes.values()):
             raise runtime_error(409, "process_name_in_use", f"a process named {name!r} is running")
@@ -450,8 +456,7 @@ class ManagementApi:
             {
                 "path": path,
                 "entries": [
-                    {"name": e.name, "is_dir": e.is_dir, "size": e.size, "modified_at": ms(e.mtime)}
-                    for e in entries
+                    {"name": e.name, "is_dir": e.is_dir, "size": e.size, "modified_at": ms(e.mtime)} for e in entries
                 ],
             }
         )

@@ -24,6 +24,7 @@ project); snapshot ids have the sandbox id shape; a failed create keeps no name;
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -80,9 +81,7 @@ def conflict(code: str, message: str) -> ApiError:
 class TensorLakeModel:
     """Hold every tenant's sandboxes, snapshots and browser sessions; thread-safe."""
 
-    def __init__(
-        self, clock: VirtualClock, ids: IdFactory, resolve: Callable[[str], Iterable[str]]
-    ) -> None:
+    def __init__(self, clock: VirtualClock, ids: IdFactory, resolve: Callable[[str], Iterable[str]]) -> None:
         self.clock = clock
         self.ids = ids
         self.resolve = resolve
@@ -139,7 +138,7 @@ class TensorLakeModel:
             self.settle(sandbox)
             return self.sandboxes.get(sandbox.id)
 
-    def list(self, owner: str, namespace: str) -> list[Sandbox]:
+    def list_sandboxes(self, owner: str, namespace: str) -> list[Sandbox]:
         """Return the tenant's live sandboxes, oldest first."""
         with self.lock:
             self.settle_all()
@@ -236,7 +235,9 @@ class TensorLakeModel:
             )
             now = self.clock.now()
             ident = self._new_id()
-            fs = FileSystem.load(snap.fs, now=self.clock.now) if snap else self._new_fs(ident)
+            fs: FileSystem | Callable[[], FileSystem] = (
+                FileSystem.load(snap.fs, now=self.clock.now) if snap else functools.partial(self._new_fs, ident)
+            )
             network = req.network if req.network_given else _network_of(base)
             exposed = req.exposed_ports if req.exposed_ports is not None else tuple(base.get("exposed_ports", ()))
             unauth = req.allow_unauthenticated_access
@@ -245,7 +246,7 @@ class TensorLakeModel:
                 owner=owner,
                 namespace=namespace,
                 created_at=now,
-                fs=fs,
+                filesystem=fs,
                 name=req.name,
                 image=req.image if req.image is not None else base.get("image"),
                 resources=resources,
@@ -315,12 +316,12 @@ class TensorLakeModel:
             if taken is not None and taken != sb.id:
                 raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
         if req.auto_resume is False and (req.name or sb.name) is None:
-            raise bad("invalid_auto_resume", "auto_resume=false requires a named sandbox")
+            raise conflict("invalid_auto_resume", "auto_resume=false requires a named sandbox")
         if req.resources is not None:
             if sb.status != "running":
                 raise conflict("invalid_state", f"a resize needs a running sandbox; it is {sb.status}")
             if req.resources.get("disk_mb", sb.resources.disk_mb) < sb.resources.disk_mb:
-                raise bad("invalid_resize", "disk_mb cannot shrink below the current disk size")
+                raise conflict("invalid_resize", "disk_mb cannot shrink below the current disk size")
 
     def _apply_patch(self, sb: Sandbox, req: PatchRequest) -> None:
         if req.name is not None and req.name != sb.name:
@@ -432,9 +433,7 @@ class TensorLakeModel:
             return [
                 s
                 for s in self.snapshots.values()
-                if s.owner == owner
-                and s.namespace == namespace
-                and (sandbox_id is None or s.sandbox_id == sandbox_id)
+                if s.owner == owner and s.namespace == namespace and (sandbox_id is None or s.sandbox_id == sandbox_id)
             ]
 
     def delete_snapshot(self, owner: str, namespace: str, snapshot_id: str) -> None:
@@ -486,9 +485,7 @@ class TensorLakeModel:
         """Return the tenant's archived sandboxes, newest first."""
         with self.lock:
             self.settle_all()
-            return [
-                s for s in reversed(self.archive.values()) if s.owner == owner and s.namespace == namespace
-            ]
+            return [s for s in reversed(self.archive.values()) if s.owner == owner and s.namespace == namespace]
 
     # -- state -----------------------------------------------------------------------------------
 

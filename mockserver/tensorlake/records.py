@@ -6,6 +6,9 @@ virtual epoch seconds; the wire shows them as epoch milliseconds.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,13 +29,19 @@ STATUSES: tuple[str, ...] = (
 #: Statuses in which the sandbox has a management URL.
 ROUTABLE: frozenset[str] = frozenset({"running", "snapshotting", "suspending", "suspended"})
 DEFAULT_DISK_MB = 10_240
+_FS_LOCK = threading.Lock()
 RUNTIME = "firecracker"
 ROUTING_HINT = "sandproof"
 
 
+def owner_id(api_key: str) -> str:
+    """Return the tenant id of an API key (a digest: the mock never keeps keys in its state)."""
+    return "tenant-" + hashlib.sha256(api_key.encode()).hexdigest()[:16]
+
+
 def ms(seconds: float | None) -> int | None:
     """Return epoch seconds as epoch milliseconds (None stays None)."""
-    return None if seconds is None else int(round(seconds * 1000))
+    return None if seconds is None else round(seconds * 1000)
 
 
 @dataclass
@@ -54,9 +63,7 @@ class Resources:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Resources:
         """Rebuild from :meth:`to_json` output."""
-        return cls(
-            float(data["cpus"]), int(data["memory_mb"]), int(data["disk_mb"]), list(data.get("gpu_configs", []))
-        )
+        return cls(float(data["cpus"]), int(data["memory_mb"]), int(data["disk_mb"]), list(data.get("gpu_configs", [])))
 
 
 @dataclass
@@ -100,6 +107,7 @@ class Resize:
 class Sandbox:
     """One sandbox and everything the mock knows about it.
 
+    The filesystem is built on first use (its timestamps are then those of the first use).
     ``network`` always holds an immutable :class:`NetworkConfig` (or None), so replacing it is one
     reference swap: a concurrent reader sees the old or the new policy, never a mix.
     ``ready_at`` is when a pending sandbox starts (None: not until told); ``transition_at`` is when a
@@ -110,7 +118,7 @@ class Sandbox:
     owner: str
     namespace: str
     created_at: float
-    fs: FileSystem
+    filesystem: FileSystem | Callable[[], FileSystem] = field(repr=False, compare=False)
     status: str = "pending"
     name: str | None = None
     image: str | None = None
@@ -137,6 +145,17 @@ class Sandbox:
     resize: Resize | None = None
     archived_at: float | None = None
     runtime: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def fs(self) -> FileSystem:
+        """Return the sandbox's filesystem, building it on first use (most sandboxes never touch it)."""
+        current = self.filesystem
+        if isinstance(current, FileSystem):
+            return current
+        with _FS_LOCK:
+            if not isinstance(self.filesystem, FileSystem):
+                self.filesystem = current()
+            return self.filesystem
 
     def info(self, *, sandbox_url: str | None, ingress_endpoint: str | None) -> dict[str, Any]:
         """Return the SandboxInfo JSON the wire shows for GET, PATCH and list items."""
@@ -218,7 +237,7 @@ class Sandbox:
             owner=str(data["owner"]),
             namespace=str(data["namespace"]),
             created_at=float(data["created_at"]),
-            fs=fs,
+            filesystem=fs,
             status=str(data["status"]),
             name=data.get("name"),
             image=data.get("image"),
@@ -270,7 +289,6 @@ class Snapshot:
         """Return the SnapshotInfo JSON."""
         return {
             "id": self.id,
-            "snapshot_id": self.id,
             "namespace": self.namespace,
             "sandbox_id": self.sandbox_id,
             "status": self.status_at(now),

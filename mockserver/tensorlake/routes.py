@@ -4,15 +4,18 @@ Both route trees are served: the flat cloud paths (``/sandboxes...``, what ``TEN
 selects) and the same paths under ``/v1/namespaces/{ns}`` (what a localhost ``api_url`` selects; the log
 routes always use it). Every call needs ``Authorization: Bearer <key>``; the key names the tenant.
 
-Known deviations from the real service: any bearer key is accepted (each key is its own project);
+Known deviations from the real service: any bearer key is accepted unless the mock was given a set of
+``api_keys`` (each key is its own project);
 sandbox pools are not implemented (501 ``not_supported``); the log routes return the output lines of
 commands run through the mock's management API.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -22,13 +25,14 @@ from starlette.routing import BaseRoute, Route
 from mockserver.core.http import ApiError, read_json
 from mockserver.core.middleware import notes
 
-from .records import ROUTING_HINT, Sandbox
+from .records import ROUTING_HINT, Sandbox, owner_id
 from .validate import SNAPSHOT_TYPES, bad, parse_create
 
 if TYPE_CHECKING:
     from .mock import TensorLakeMock
 
 Handler = Callable[[Request], Awaitable[Response]]
+OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 DEFAULT_TIMEOUT_MS = 300_000
 LOOPBACK_NAMES = frozenset({"localhost"})
 
@@ -40,6 +44,7 @@ def bearer_key(request: Request) -> str | None:
     return key.strip() or None if scheme.lower() == "bearer" else None
 
 
+@functools.lru_cache(maxsize=256)
 def is_loopback_host(hostname: str) -> bool:
     """Tell whether ``hostname`` is ``localhost`` or a loopback/IP literal the SDK talks to directly."""
     if hostname in LOOPBACK_NAMES:
@@ -53,11 +58,20 @@ def is_loopback_host(hostname: str) -> bool:
 
 def _int_query(request: Request, key: str, *, minimum: int = 0) -> int | None:
     raw = request.query_params.get(key)
-    if raw is None or raw == "":
+    if raw is None:
         return None
-    if not raw.isdigit() or int(raw) < minimum:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum:
         raise bad("invalid_query", f"query parameter {key} must be an integer >= {minimum}")
     return int(raw)
+
+
+def _dispatch(handlers: dict[str, Handler]) -> Handler:
+    """Return one endpoint that calls the handler of the request's method (so 405s list every method)."""
+
+    async def endpoint(request: Request) -> Response:
+        return await handlers["GET" if request.method == "HEAD" else request.method](request)
+
+    return endpoint
 
 
 class LifecycleRoutes:
@@ -69,31 +83,32 @@ class LifecycleRoutes:
 
     def routes(self) -> list[BaseRoute]:
         """Return the routes for both trees."""
-        table: list[tuple[str, Handler, list[str]]] = [
-            ("/sandboxes", self.list_sandboxes, ["GET"]),
-            ("/sandboxes", self.create, ["POST"]),
-            ("/sandboxes/{sid}", self.get, ["GET"]),
-            ("/sandboxes/{sid}", self.patch, ["PATCH"]),
-            ("/sandboxes/{sid}", self.delete, ["DELETE"]),
-            ("/sandboxes/{sid}/suspend", self.suspend, ["POST"]),
-            ("/sandboxes/{sid}/resume", self.resume, ["POST"]),
-            ("/sandboxes/{sid}/snapshot", self.snapshot, ["POST"]),
-            ("/sandboxes/{sid}/snapshots", self.sandbox_snapshots, ["GET"]),
-            ("/sandboxes/{sid}/copy", self.copy, ["POST"]),
-            ("/sandboxes/{sid}/file_systems", self.file_systems, ["POST", "DELETE"]),
-            ("/sandboxes/{sid}/logs", self.logs, ["GET"]),
-            ("/sandboxes/{sid}/processes", self.log_processes, ["GET"]),
-            ("/snapshots", self.list_snapshots, ["GET"]),
-            ("/snapshots/{snap}", self.get_snapshot, ["GET"]),
-            ("/snapshots/{snap}", self.delete_snapshot, ["DELETE"]),
-            ("/archived-sandboxes", self.list_archived, ["GET"]),
-            ("/archived-sandboxes/{sid}", self.get_archived, ["GET"]),
-            ("/sandbox-pools", self.pools, ["GET", "POST"]),
-            ("/sandbox-pools/{rest:path}", self.pools, ["GET", "POST", "PUT", "DELETE"]),
+        table: list[tuple[str, dict[str, Handler]]] = [
+            ("/sandboxes", {"GET": self.list_sandboxes, "POST": self.create}),
+            ("/sandboxes/{sid}", {"GET": self.get, "PATCH": self.patch, "DELETE": self.delete}),
+            ("/sandboxes/{sid}/suspend", {"POST": self.suspend}),
+            ("/sandboxes/{sid}/resume", {"POST": self.resume}),
+            ("/sandboxes/{sid}/snapshot", {"POST": self.snapshot}),
+            ("/sandboxes/{sid}/snapshots", {"GET": self.sandbox_snapshots}),
+            ("/sandboxes/{sid}/copy", {"POST": self.copy}),
+            ("/sandboxes/{sid}/file_systems", {"POST": self.file_systems, "DELETE": self.file_systems}),
+            ("/sandboxes/{sid}/logs", {"GET": self.logs}),
+            ("/sandboxes/{sid}/processes", {"GET": self.log_processes}),
+            ("/snapshots", {"GET": self.list_snapshots}),
+            ("/snapshots/{snap}", {"GET": self.get_snapshot, "DELETE": self.delete_snapshot}),
+            ("/archived-sandboxes", {"GET": self.list_archived}),
+            ("/archived-sandboxes/{sid}", {"GET": self.get_archived}),
+            ("/sandbox-pools", dict.fromkeys(("GET", "POST"), self.pools)),
+            ("/sandbox-pools/{rest:path}", dict.fromkeys(("GET", "POST", "PUT", "DELETE"), self.pools)),
         ]
-        flat = [Route(path, fn, methods=methods) for path, fn, methods in table]
-        scoped = [Route("/v1/namespaces/{ns}" + path, fn, methods=methods) for path, fn, methods in table]
-        return [*flat, *scoped]
+        routes: list[BaseRoute] = [Route("/openapi.json", self.openapi, methods=["GET"])]
+        for prefix in ("", "/v1/namespaces/{ns}"):
+            routes += [Route(prefix + path, _dispatch(fns), methods=list(fns)) for path, fns in table]
+        return routes
+
+    async def openapi(self, request: Request) -> Response:
+        """Serve the OpenAPI document of the lifecycle routes."""
+        return Response(OPENAPI_PATH.read_bytes(), media_type="application/json")
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -102,12 +117,15 @@ class LifecycleRoutes:
         key = bearer_key(request)
         if key is None:
             raise ApiError(401, "unauthorized", "missing or malformed Authorization: Bearer <api key>")
+        if not self.mock.key_is_valid(key):
+            raise ApiError(401, "invalid_api_key", "the API key is not valid")
         namespace = str(request.path_params.get("ns", "default"))
-        notes(request.scope).tenant = f"{key[:12]}/{namespace}"
+        owner = owner_id(key)
+        notes(request.scope).tenant = f"{owner}/{namespace}"
         sid = request.path_params.get("sid")
         if sid is not None:
             notes(request.scope).sandbox_id = str(sid)
-        return key, namespace
+        return owner, namespace
 
     def urls(self, request: Request, sandbox_id: str) -> tuple[str, str]:
         """Return ``(sandbox_url, ingress_endpoint)`` as seen from the client's side of this request."""
@@ -182,7 +200,7 @@ class LifecycleRoutes:
         """List the tenant's sandboxes."""
         owner, namespace = self.tenant(request)
         with self.model.lock:
-            items = [self.info(request, sb) for sb in self.model.list(owner, namespace)]
+            items = [self.info(request, sb) for sb in self.model.list_sandboxes(owner, namespace)]
         return JSONResponse({"sandboxes": items})
 
     async def get(self, request: Request) -> Response:
@@ -256,7 +274,7 @@ class LifecycleRoutes:
         if not isinstance(body, dict):
             raise bad("invalid_type", "request body must be a JSON object")
         snapshot_type = body.get("snapshot_type")
-        if snapshot_type is not None and snapshot_type not in SNAPSHOT_TYPES:
+        if snapshot_type is not None and (not isinstance(snapshot_type, str) or snapshot_type not in SNAPSHOT_TYPES):
             raise bad("invalid_snapshot_type", "snapshot_type must be 'memory' or 'filesystem'")
         snap = self.model.snapshot(owner, namespace, request.path_params["sid"], snapshot_type)
         return JSONResponse({"snapshot_id": snap.id, "status": snap.status_at(self.mock.clock.now())})
@@ -294,8 +312,13 @@ class LifecycleRoutes:
         owner, namespace = self.tenant(request)
         limit = _int_query(request, "limit", minimum=1) or 100
         cursor = request.query_params.get("cursor")
+        direction = request.query_params.get("direction", "forward")
+        if direction not in ("forward", "backward"):
+            raise bad("invalid_query", "direction must be 'forward' or 'backward'")
         with self.model.lock:
             items = self.model.archived(owner, namespace)
+            if direction == "backward":
+                items.reverse()
             start = next((i + 1 for i, s in enumerate(items) if s.id == cursor), 0) if cursor else 0
             page = items[start : start + limit]
             body: dict[str, Any] = {
@@ -320,7 +343,10 @@ class LifecycleRoutes:
         owner, namespace = self.tenant(request)
         sb = self.model.find(owner, namespace, request.path_params["sid"])
         q = request.query_params
-        levels = {int(v) for v in q.getlist("level") if v.isdigit()}
+        raw_levels = q.getlist("level")
+        if not all(v.isascii() and v.isdigit() and 1 <= int(v) <= 6 for v in raw_levels):
+            raise bad("invalid_query", "level must be an integer from 1 (trace) to 6 (fatal)")
+        levels = {int(v) for v in raw_levels}
         entries = self.mock.logs_of(sb)
         if levels:
             entries = [e for e in entries if e["level"] in levels]

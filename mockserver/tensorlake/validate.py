@@ -77,8 +77,6 @@ def _bool(body: dict[str, Any], key: str) -> bool | None:
 
 
 def _int(value: Any, key: str, *, minimum: int = 0) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise bad("invalid_type", f"{key} must be an integer, got {type(value).__name__}")
     if value < minimum:
@@ -146,7 +144,7 @@ def _gpus(value: Any) -> list[dict[str, Any]]:
             raise bad("invalid_type", "each GPU request must be an object")
         count = _int(item.get("count"), "resources.gpus[].count", minimum=1)
         model = item.get("model", "A10")
-        if model not in GPU_MODELS:
+        if not isinstance(model, str) or model not in GPU_MODELS:
             raise bad("invalid_gpu_model", f"unknown GPU model {model!r}")
         gpus.append({"count": count, "model": model})
     return gpus
@@ -224,8 +222,6 @@ class CreateRequest:
 
 def parse_create(body: Any, resolve: Resolver) -> CreateRequest:
     """Validate a create body completely; raise 4xx :class:`ApiError` on the first defect."""
-    if body is None:
-        body = {}
     if not isinstance(body, dict):
         raise bad("invalid_type", "request body must be a JSON object")
     req = CreateRequest(unknown=sorted(k for k in body if k not in CREATE_KEYS))
@@ -265,7 +261,7 @@ def parse_create(body: Any, resolve: Resolver) -> CreateRequest:
         req.file_systems = [parse_mount(m) for m in body["file_systems"]]
         paths = [m["mount_path"] for m in req.file_systems]
         if len(set(paths)) != len(paths):
-            raise bad("invalid_value", "file system mount paths must be unique")
+            raise bad("mount_path_in_use", "file system mount paths must be unique", 409)
     if body.get("max_pending_secs") is not None:
         req.max_pending_secs = _int(body["max_pending_secs"], "max_pending_secs", minimum=1)
     if body.get("secret_names") is not None:
@@ -273,6 +269,25 @@ def parse_create(body: Any, resolve: Resolver) -> CreateRequest:
     if body.get("template_id") is not None:
         req.template_id = _str(body["template_id"], "template_id")
     return req
+
+
+def _resize(resources: Any) -> dict[str, Any]:
+    if not isinstance(resources, dict):
+        raise bad("invalid_type", "resources must be an object")
+    extra = sorted(set(resources) - {"cpus", "memory_mb", "disk_mb"})
+    if extra:
+        raise bad("unknown_field", f"resources cannot resize {', '.join(extra)}")
+    if not resources:
+        raise bad("empty_update", "resources must name at least one of cpus, memory_mb, disk_mb")
+    clean: dict[str, Any] = {}
+    if "cpus" in resources:
+        clean["cpus"] = _number(resources["cpus"], "resources.cpus")
+        if not clean["cpus"].is_integer():
+            raise bad("invalid_value", "resources.cpus must be a whole number of vCPUs")
+    for key in ("memory_mb", "disk_mb"):
+        if key in resources:
+            clean[key] = _int(resources[key], f"resources.{key}", minimum=1)
+    return clean
 
 
 @dataclass
@@ -312,23 +327,7 @@ def parse_patch(body: Any, current: NetworkConfig | None, resolve: Resolver) -> 
         except PolicyError as exc:
             raise bad(exc.code, str(exc)) from exc
     if body.get("resources") is not None:
-        resources = body["resources"]
-        if not isinstance(resources, dict):
-            raise bad("invalid_type", "resources must be an object")
-        extra = sorted(set(resources) - {"cpus", "memory_mb", "disk_mb"})
-        if extra:
-            raise bad("unknown_field", f"resources cannot resize {', '.join(extra)}")
-        clean: dict[str, Any] = {}
-        if resources.get("cpus") is not None:
-            clean["cpus"] = _number(resources["cpus"], "resources.cpus")
-            if not clean["cpus"].is_integer():
-                raise bad("invalid_value", "resources.cpus must be a whole number of vCPUs")
-        for key in ("memory_mb", "disk_mb"):
-            if resources.get(key) is not None:
-                clean[key] = _int(resources[key], f"resources.{key}", minimum=1)
-        if not clean:
-            raise bad("empty_update", "resources must name at least one of cpus, memory_mb, disk_mb")
-        if len(known) > 1:
+        req.resources = _resize(body["resources"])
+        if len(body) > 1:
             raise bad("invalid_update", "a resource resize cannot be combined with other update fields")
-        req.resources = clean
     return req

@@ -21,6 +21,7 @@ class Mutant(TensorLakeReferenceEngine):
     """A reference engine with one deliberate defect, described by ``defect``."""
 
     defect: ClassVar[str] = ""
+    caught_by: ClassVar[str] = ""
 
     def canonical(self, network: Network) -> Network:
         """Return the reference's normalised form of a valid ``network``."""
@@ -91,6 +92,7 @@ class WildcardMatchesApex(_ScanEngine):
     """``*.example.com`` also matches ``example.com``."""
 
     defect = "wildcard matches the apex"
+    caught_by = "wildcard_apex"
     wildcard_matches_apex = True
 
 
@@ -98,6 +100,7 @@ class WildcardOneLabel(_ScanEngine):
     """``*.example.com`` matches ``api.example.com`` but not ``v1.api.example.com``."""
 
     defect = "wildcard matches one label only"
+    caught_by = "wildcard_apex"
     wildcard_one_label = True
 
 
@@ -105,6 +108,7 @@ class CaseSensitive(_ScanEngine):
     """Host names are compared without case folding."""
 
     defect = "case-sensitive host matching"
+    caught_by = "case_insensitive"
     case_sensitive = True
 
 
@@ -112,6 +116,7 @@ class NoIdna(_ScanEngine):
     """Non-ASCII names are compared as Unicode, never converted to IDNA."""
 
     defect = "IDNA not applied"
+    caught_by = "idna"
     apply_idna = False
 
 
@@ -119,6 +124,7 @@ class DenyDoesNotWin(Mutant):
     """``deny_out`` is ignored whenever ``allow_out`` is non-empty, so allow wins over deny."""
 
     defect = "deny does not win over allow"
+    caught_by = "deny_precedence"
 
     def allows_egress(self, network: Network | None, host: str | None, ip: str | None) -> bool:
         """Drop deny_out when allow_out has entries."""
@@ -146,6 +152,7 @@ class CidrPrefixOffByOne(Mutant):
     """A ``/n`` CIDR is matched as ``/(n-1)``, covering twice the addresses."""
 
     defect = "CIDR prefix off by one"
+    caught_by = "cidr_bounds"
 
     def allows_egress(self, network: Network | None, host: str | None, ip: str | None) -> bool:
         """Decide on the widened policy."""
@@ -164,6 +171,7 @@ class CidrExcludesBroadcast(_ScanEngine):
     """The last address of a CIDR range is treated as outside it."""
 
     defect = "CIDR range misses its last address"
+    caught_by = "cidr_bounds"
     cidr_excludes_last = True
 
 
@@ -171,6 +179,7 @@ class DnsAllowedWithoutInternet(Mutant):
     """DNS to the resolver is allowed in the (false, non-empty) row even when the resolver is not listed."""
 
     defect = "DNS allowed where the table blocks it"
+    caught_by = "dns_agrees"
 
     def allows_dns(self, network: Network | None, resolver_ip: str) -> bool:
         """Treat allow_internet_access=false like true once allow_out is non-empty."""
@@ -183,6 +192,7 @@ class DnsOpenWhenBlocked(Mutant):
     """DNS stays open in the (false, empty) row, which blocks all egress."""
 
     defect = "DNS allowed in the block-all row"
+    caught_by = "dns_agrees"
 
     def allows_dns(self, network: Network | None, resolver_ip: str) -> bool:
         """Allow DNS whenever allow_out is empty."""
@@ -195,6 +205,7 @@ class DnsBlockedDespiteInternet(Mutant):
     """The (true, non-empty) row blocks DNS unless the resolver is listed, as if the flag were false."""
 
     defect = "DNS blocked where the table allows it"
+    caught_by = "dns_agrees"
 
     def allows_dns(self, network: Network | None, resolver_ip: str) -> bool:
         """Treat allow_internet_access=true like false once allow_out is non-empty."""
@@ -207,6 +218,7 @@ class DnsIgnoresDeny(Mutant):
     """A ``deny_out`` entry covering the resolver does not block DNS."""
 
     defect = "deny_out does not apply to DNS"
+    caught_by = "deny_precedence"
 
     def allows_dns(self, network: Network | None, resolver_ip: str) -> bool:
         """Decide DNS without deny_out."""
@@ -219,6 +231,7 @@ class InternetFlagIgnored(Mutant):
     """``allow_internet_access=false`` with an empty ``allow_out`` still lets traffic out."""
 
     defect = "block-all row lets egress out"
+    caught_by = "egress_agrees"
 
     def allows_egress(self, network: Network | None, host: str | None, ip: str | None) -> bool:
         """Read allow_internet_access as always true."""
@@ -231,6 +244,7 @@ class PatchNullIgnored(Mutant):
     """``{"network": null}`` keeps the current policy instead of clearing it."""
 
     defect = "PATCH null ignored"
+    caught_by = "patch_tristate"
 
     def apply_update(self, current: Network | None, patch_body: Network, resolve: Resolver) -> Network | None:
         """Treat null like an absent key."""
@@ -243,6 +257,7 @@ class OmittedNetworkClears(Mutant):
     """A PATCH without a ``network`` key clears the policy."""
 
     defect = "omitted network clears the policy"
+    caught_by = "patch_tristate"
 
     def apply_update(self, current: Network | None, patch_body: Network, resolve: Resolver) -> Network | None:
         """Treat an absent key like null."""
@@ -255,6 +270,7 @@ class PatchMergesMissingKeys(Mutant):
     """Keys missing from the new policy are taken from the current one instead of the defaults."""
 
     defect = "PATCH object merged instead of replaced"
+    caught_by = "patch_tristate"
 
     def apply_update(self, current: Network | None, patch_body: Network, resolve: Resolver) -> Network | None:
         """Fill the new policy's missing keys from ``current``."""
@@ -268,6 +284,7 @@ class UnresolvableAccepted(Mutant):
     """Hostnames are never resolved, so an unresolvable name is accepted."""
 
     defect = "unresolvable hostname accepted"
+    caught_by = "unresolvable_rejected"
 
     def apply_update(self, current: Network | None, patch_body: Network, resolve: Resolver) -> Network | None:
         """Resolve nothing."""
@@ -278,6 +295,7 @@ class WildcardsResolved(Mutant):
     """Wildcard entries are resolved too (as their base name) and reject the update when they fail."""
 
     defect = "wildcards resolved"
+    caught_by = "unresolvable_rejected"
 
     def apply_update(self, current: Network | None, patch_body: Network, resolve: Resolver) -> Network | None:
         """Resolve the base name of every wildcard before applying."""
@@ -293,6 +311,7 @@ class WildcardAllowedInDeny(Mutant):
     """``deny_out`` accepts wildcard entries (and ignores them)."""
 
     defect = "wildcard accepted in deny_out"
+    caught_by = "validation_agrees"
 
     def _strip(self, network: Any) -> Any:
         if isinstance(network, dict) and isinstance(network.get("deny_out"), list):

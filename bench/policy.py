@@ -1,0 +1,133 @@
+"""Benchmark TensorLake egress decisions per second: the indexed engine next to the naive linear scan.
+
+Run ``python bench/policy.py`` for 10, 1k, 10k and 100k rules, or ``--smoke`` for a quick run on tiny rule
+sets. Rule sets mix exact domains, wildcards, IPv4 addresses and CIDRs (with ``deny_out`` entries too); the
+queries hit rules about half of the time. Both engines are warmed up first, so index building and rule
+compilation are not timed. The report ends with two ratios: the indexed rate at the largest size over the
+rate at the smallest (target >= 0.5: cost must not grow with the rule count) and indexed over naive at 10k
+(target >= 20).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from contracts._naive import decide_egress_naive
+from contracts.tensorlake import Decision, NetworkConfig, decide_egress
+
+FULL_SIZES = (10, 1_000, 10_000, 100_000)
+SMOKE_SIZES = (10, 100)
+PREFIXES = (8, 12, 16, 20, 24, 28)
+SCALING_TARGET = 0.5
+SPEEDUP_TARGET = 20.0
+SPEEDUP_SIZE = 10_000
+
+Query = tuple[str | None, str | None]
+Engine = Callable[..., Decision]
+
+
+def _ip(value: int) -> str:
+    return f"{value >> 24 & 255}.{value >> 16 & 255}.{value >> 8 & 255}.{value & 255}"
+
+
+def _entry(rng: random.Random, i: int, *, wildcard: bool) -> str:
+    kind = i % 5
+    if kind in (0, 1):
+        return f"svc{i}.team{i % 97}.example{i % 13}.com"
+    if kind == 2:
+        return f"*.zone{i}.corp{i % 7}.net" if wildcard else f"host{i}.corp{i % 7}.net"
+    if kind == 3:
+        return _ip(rng.randrange(1 << 32))
+    prefix = PREFIXES[i // 5 % len(PREFIXES)]
+    network = rng.randrange(1 << 32) & ((1 << prefix) - 1) << (32 - prefix)
+    return f"{_ip(network)}/{prefix}"
+
+
+def build_config(size: int, rng: random.Random) -> NetworkConfig:
+    """Return a policy of ``size`` allow_out entries plus about 5% as many deny_out entries."""
+    allow = tuple(_entry(rng, i, wildcard=True) for i in range(size))
+    deny = tuple(_entry(rng, i, wildcard=False) for i in range(size, size + max(1, size // 20)))
+    return NetworkConfig(True, allow, deny)
+
+
+def build_queries(config: NetworkConfig, count: int, rng: random.Random) -> list[Query]:
+    """Return destinations of which about half are covered by some rule."""
+    entries = config.allow_out + config.deny_out
+    queries: list[Query] = []
+    for _ in range(count):
+        if rng.random() < 0.5:
+            queries.append((f"miss{rng.randrange(10**6)}.example.org", _ip(rng.randrange(1 << 32))))
+            continue
+        entry = rng.choice(entries)
+        if entry.startswith("*."):
+            queries.append((f"api.v{rng.randrange(9)}.{entry[2:]}", None))
+        elif "/" in entry:
+            address, _, prefix = entry.partition("/")
+            start = sum(int(o) << (24 - 8 * n) for n, o in enumerate(address.split(".")))
+            queries.append((None, _ip(start + rng.randrange(1 << (32 - int(prefix))))))
+        elif entry[-1].isdigit():
+            queries.append((None, entry))
+        else:
+            queries.append((entry.upper(), _ip(rng.randrange(1 << 32))))
+    return queries
+
+
+def measure(engine: Engine, config: NetworkConfig, queries: Sequence[Query], budget: float, minimum: int) -> float:
+    """Return decisions per second, running for at least ``budget`` seconds and ``minimum`` decisions."""
+    engine(config, host=queries[0][0], ip=queries[0][1])
+    done = 0
+    start = time.perf_counter()
+    elapsed = 0.0
+    while elapsed < budget or done < minimum:
+        host, ip = queries[done % len(queries)]
+        engine(config, host=host, ip=ip)
+        done += 1
+        if done % 64 == 0 or done >= minimum:
+            elapsed = time.perf_counter() - start
+    return done / elapsed
+
+
+def _check(label: str, value: float, target: float, *, smoke: bool) -> str:
+    if smoke:
+        return f"{label} = {value:,.2f} (smoke run; the target >= {target:g} applies to the full run)"
+    verdict = "ok" if value >= target else "BELOW TARGET"
+    return f"{label} = {value:,.2f} (target >= {target:g}: {verdict})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark and print the rates and ratios; return 0."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="tiny rule sets, a fraction of a second")
+    parser.add_argument("--seed", type=int, default=1234)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    sizes = SMOKE_SIZES if args.smoke else FULL_SIZES
+    indexed_budget, naive_budget = (0.02, 0.02) if args.smoke else (0.4, 0.6)
+
+    print("TensorLake egress decisions per second (indexed engine vs naive linear scan)")
+    print(f"{'rules':>9} {'indexed/s':>14} {'naive/s':>14} {'speedup':>10}")
+    indexed: dict[int, float] = {}
+    naive: dict[int, float] = {}
+    for size in sizes:
+        config = build_config(size, rng)
+        queries = build_queries(config, 2_000, rng)
+        config.index()
+        indexed[size] = measure(decide_egress, config, queries, indexed_budget, 200)
+        naive[size] = measure(decide_egress_naive, config, queries, naive_budget, 5)
+        speedup = indexed[size] / naive[size]
+        print(f"{size:>9,} {indexed[size]:>14,.0f} {naive[size]:>14,.0f} {speedup:>9,.1f}x", flush=True)
+
+    small, large = sizes[0], sizes[-1]
+    at = SPEEDUP_SIZE if SPEEDUP_SIZE in sizes else large
+    scaling = indexed[large] / indexed[small]
+    print(_check(f"ratio indexed@{large:,} / indexed@{small:,}", scaling, SCALING_TARGET, smoke=args.smoke))
+    print(_check(f"ratio indexed / naive @{at:,}", indexed[at] / naive[at], SPEEDUP_TARGET, smoke=args.smoke))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -216,9 +216,22 @@ def register_hypothesis_profiles() -> None:
     suppressed = [getattr(HealthCheck, name) for name in _SUPPRESSED]
     for name, values in HYPOTHESIS_PROFILES.items():
         try:
-            settings.get_profile(name)
+            existing = settings.get_profile(name)
         except InvalidArgument:
+            existing = None
+        if existing is None or _is_builtin_ci(name, existing):
             settings.register_profile(name, suppress_health_check=suppressed, **values)
+
+
+def _is_builtin_ci(name: str, profile: Any) -> bool:
+    """Tell whether ``profile`` is Hypothesis' own ``ci`` profile (which ours replaces), not a user's."""
+    return (
+        name == "ci"
+        and profile.max_examples == 100
+        and bool(profile.derandomize)
+        and profile.database is None
+        and bool(profile.print_blob)
+    )
 
 
 def _current_profile() -> str | None:

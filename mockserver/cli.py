@@ -26,7 +26,7 @@ def build_mocks(*, seed: int | None, clock_mode: str, api_key: str | None) -> di
         return VirtualClock(mode=clock_mode)  # type: ignore[arg-type]
 
     return {
-        "tensorlake": TensorLakeMock(seed=seed, clock=clock()),
+        "tensorlake": TensorLakeMock(seed=seed, clock=clock(), api_keys=None if api_key is None else [api_key]),
         "opensandbox": OpenSandboxMock(seed=seed, clock=clock(), api_key=api_key),
     }
 

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     mock = OpenSandboxMock(seed=1, api_key=API_KEY)
     with mock.server(timeout_keep_alive=30.0) as srv:
         samples = asyncio.run(command_latencies(srv.url, mock, runs))
-        spec = parse_create({"image": {"uri": "bench"}, "entrypoint": ["sh"]})
+        spec = parse_create({"image": {"uri": "bench"}, "entrypoint": ["sh"], "resourceLimits": {}})
         sandbox_id = mock.state.create("default", spec).id
         mock_rps = requests_per_second(srv.url, f"/v1/sandboxes/{sandbox_id}", gets, {"OPEN-SANDBOX-API-KEY": API_KEY})
     with MockServer(bare_app(), timeout_keep_alive=30.0) as bare:

@@ -1,7 +1,7 @@
 """Differential fidelity: the OpenSandbox mock against the real opensandbox-server 1.1.1 (Docker runtime, fake Engine API).
 
 Canonical and generated request programs run on both; any divergence that no known deviation covers fails with
-a readable diff. Open mock findings (docs/differential-findings.md) each have their own test here.
+a readable diff. Each mock finding (docs/differential-findings.md) keeps its own test here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from harness.deviations import (
     KNOWN_DEVIATIONS,
-    OPEN_FINDINGS,
+    Deviation,
     covering,
     deviations_markdown,
     register_known_deviations,
@@ -106,7 +106,7 @@ def test_generated_programs(runner: DifferentialRunner, program: Program) -> Non
     assert result.ok, "unlisted divergences:\n" + result.report()
 
 
-# -- open findings -----------------------------------------------------------------------------------
+# -- findings ----------------------------------------------------------------------------------------
 
 
 class FindingStillOpen(AssertionError):
@@ -114,8 +114,10 @@ class FindingStillOpen(AssertionError):
 
 
 def _check_finding(diff_runner: DifferentialRunner, finding: str, program: Program) -> ProgramResult:
-    """Run `program`; fail hard on divergences the finding does not explain, raise FindingStillOpen on its own."""
-    assert any(d.finding == finding for d in OPEN_FINDINGS), f"no OPEN_FINDINGS entry for {finding}"
+    """Run `program`; fail hard on divergences no entry explains, raise FindingStillOpen on the finding's own.
+
+    A fixed finding has no `OPEN_FINDINGS` entries left, so its test fails on any divergence at all.
+    """
     result = diff_runner.run(program)
     explained = [
         (comparison, diff, covering(comparison.key, diff.path, difference_values(diff.real, diff.candidate)))
@@ -129,13 +131,22 @@ def _check_finding(diff_runner: DifferentialRunner, finding: str, program: Progr
 
 
 def _open(finding: str, reason: str) -> pytest.MarkDecorator:
-    """Mark a low-priority finding's test as expected to fail until the mock is fixed."""
+    """Mark an open low-priority finding's test as expected to fail until the mock is fixed."""
     return pytest.mark.xfail(strict=True, raises=FindingStillOpen, reason=f"{finding}: {reason}")
 
 
 def test_f1_huge_timeout_is_400_and_leaves_no_sandbox(real: RealOpenSandboxServer) -> None:
     """F1: a timeout past year 9999 is a 400 and creates nothing; later lists still work."""
-    program = Program("F1", (create("timeout-huge", timeout=10**12), Step("list", "after-huge-timeout")))
+    program = Program(
+        "F1",
+        (
+            create("timeout-huge", timeout=10**12),
+            Step("list", "after-huge-timeout"),
+            create("timeout-huge-past-timedelta", timeout=10**20),
+            create("timeout-year-2343", timeout=10**10),
+            Step("get", "far-expiry", sandbox=3),
+        ),
+    )
     with (
         _mock().server() as fresh,
         DifferentialRunner(Side("real", real.url, KEY), Side("mock", fresh.url, KEY), deviations=KNOWN_DEVIATIONS) as r,
@@ -159,21 +170,44 @@ def test_f3_running_sandbox_message(strict_runner: DifferentialRunner) -> None:
     _check_finding(strict_runner, "F3", program)
 
 
-@_open("F4", "resourceLimits quantities are not validated")
 def test_f4_resource_limit_quantities_are_validated(strict_runner: DifferentialRunner) -> None:
-    """F4: `resourceLimits.cpu: "lots"` is a 400 `SANDBOX::INVALID_PARAMETER`."""
-    program = Program("F4", (create("resource-limits-bogus", resourceLimits={"cpu": "lots"}),))
+    """F4: `resourceLimits.cpu: "lots"` is a 400 `SANDBOX::INVALID_PARAMETER`; checked memory, cpu, gpu."""
+    limits: tuple[tuple[str, dict[str, str]], ...] = (
+        ("resource-limits-bogus", {"cpu": "lots"}),
+        ("cpu-zero", {"cpu": "0"}),
+        ("cpu-zero-millis", {"cpu": "0m"}),
+        ("cpu-nan", {"cpu": "nan"}),
+        ("memory-bogus", {"memory": "lots", "cpu": "lots"}),
+        ("memory-empty", {"memory": ""}),
+        ("memory-fraction", {"memory": "1.5Gi"}),
+        ("memory-bad-unit", {"memory": "512Xi"}),
+        ("memory-zero", {"memory": "0"}),
+        ("gpu-zero", {"gpu": "0"}),
+        ("gpu-bogus", {"gpu": "many"}),
+        ("long-value", {"cpu": "x" * 100}),
+        ("valid-quantities", {"cpu": "250m", "memory": " 1G ", "gpu": "all", "ephemeral-storage": "x"}),
+        ("valid-units", {"cpu": "0.5", "memory": "512mb", "gpu": "2"}),
+    )
+    program = Program("F4", tuple(create(name, resourceLimits=value) for name, value in limits))
     _check_finding(strict_runner, "F4", program)
 
 
-@_open("F5", "the Docker profile accepts secureAccess and lifecycle hooks")
 def test_f5_docker_rejects_secure_access_and_lifecycle(strict_runner: DifferentialRunner) -> None:
     """F5: on Docker, `secureAccess: true` and `lifecycle` are 400 `SANDBOX::INVALID_PARAMETER`."""
-    program = Program("F5", (create("secure-access", secureAccess=True), create("lifecycle-hooks", lifecycle={})))
+    steps = (
+        create("secure-access", secureAccess=True),
+        create("lifecycle-hooks", lifecycle={}),
+        create("lifecycle-and-bad-label", lifecycle={}, metadata={"team": "a b"}),
+        create("secure-access-and-bad-label", secureAccess="true", metadata={"team": "a b"}),
+        create("secure-access-and-bad-limits", secureAccess=True, resourceLimits={"cpu": "lots"}),
+        create("lifecycle-string", lifecycle="x"),
+        create("pool-ref", extensions={"poolRef": "pool-a"}),
+        create("pool-ref-no-limits", extensions={"poolRef": "pool-a"}, resourceLimits=DROP),
+    )
+    program = Program("F5", steps)
     _check_finding(strict_runner, "F5", program)
 
 
-@_open("F6", "the Docker profile serves signed endpoints")
 def test_f6_docker_rejects_signed_endpoints(strict_runner: DifferentialRunner) -> None:
     """F6: on Docker, `?expires=` is a 400 `SANDBOX::API_NOT_SUPPORTED`, even for an unknown sandbox."""
     expires = (("expires", "2000000000"),)
@@ -185,57 +219,76 @@ def test_f6_docker_rejects_signed_endpoints(strict_runner: DifferentialRunner) -
     _check_finding(strict_runner, "F6", Program("F6", steps))
 
 
-@_open("F7", "pause/resume move status.lastTransitionAt")
 def test_f7_last_transition_stays_at_creation(strict_runner: DifferentialRunner) -> None:
     """F7: on Docker, `status.lastTransitionAt` stays the creation time through pause and resume."""
     steps = (create(), Step("pause", sandbox=1), Step("get", "paused", 1), Step("resume", sandbox=1), Step("list"))
     _check_finding(strict_runner, "F7", Program("F7", steps))
 
 
-@_open("F8", "whole-second timestamps carry .000000")
 def test_f8_whole_second_timestamps_have_no_fraction(strict_runner: DifferentialRunner) -> None:
     """F8: a whole-second time renders as `...:00Z`, without `.000000`."""
     renew = Step("renew", "absolute", sandbox=1, body={"expiresAt": "2030-01-01T00:00:00Z"})
     _check_finding(strict_runner, "F8", Program("F8", (create(), renew, Step("get", "renewed", 1))))
 
 
-@_open("F9", "numeric expiresAt is rejected")
 def test_f9_numeric_expiry_is_unix_seconds(strict_runner: DifferentialRunner) -> None:
     """F9: a JSON number in `expiresAt` means Unix seconds (past: 400, future: 200)."""
     steps = (
         create(),
         Step("renew", "epoch-int", sandbox=1, body={"expiresAt": 5}),
         Step("renew", "epoch-future", sandbox=1, body={"expiresAt": 1_900_000_000}),
+        Step("renew", "epoch-text", sandbox=1, body={"expiresAt": "1900000000.25"}),
+        Step("renew", "epoch-millis", sandbox=1, body={"expiresAt": 1_900_000_000_500}),
+        Step("renew", "epoch-float", sandbox=1, body={"expiresAt": 1_900_000_000.75}),
+        Step("get", "renewed", sandbox=1),
+        Step("renew", "epoch-bool", sandbox=1, body={"expiresAt": True}),
+        Step("renew", "epoch-past-9999", sandbox=1, body={"expiresAt": 10**20}),
     )
     _check_finding(strict_runner, "F9", Program("F9", steps))
 
 
-@_open("F10", "the sandbox lookup runs before the port check")
 def test_f10_port_checked_before_lookup(strict_runner: DifferentialRunner) -> None:
     """F10: an invalid port on an unknown sandbox is a 400 `DOCKER::INVALID_PORT`, not a 404."""
-    _check_finding(strict_runner, "F10", Program("F10", (Step("endpoint", "invalid-port", sandbox=0, port="0"),)))
+    steps = (
+        Step("endpoint", "invalid-port", sandbox=0, port="0"),
+        Step("endpoint", "invalid-port", sandbox=0, port="70000"),
+        create(),
+        Step("delete", sandbox=1),
+        Step("endpoint", "invalid-port", sandbox=1, port="0"),
+        Step("endpoint", "unknown-sandbox", sandbox=1),
+    )
+    _check_finding(strict_runner, "F10", Program("F10", steps))
 
 
-@_open("F11", "an empty metadata object is not echoed")
 def test_f11_empty_metadata_is_echoed(strict_runner: DifferentialRunner) -> None:
     """F11: the create reply echoes `"metadata": {}`."""
-    _check_finding(strict_runner, "F11", Program("F11", (create("metadata-empty", metadata={}),)))
+    steps = (create("metadata-empty", metadata={}), Step("get", sandbox=1), create("metadata-null", metadata=None))
+    _check_finding(strict_runner, "F11", Program("F11", steps))
 
 
-@_open("F12", "non-JSON content types are parsed as JSON")
 def test_f12_non_json_content_type_is_422(strict_runner: DifferentialRunner) -> None:
     """F12: a create without a JSON content type is a 422 `model_attributes_type`."""
     steps = (
         Step("create", "no-content-type", body=create_body(), content_type=None),
         Step("create", "text-content-type", body=create_body(), content_type="text/plain"),
+        Step("create", "json-suffix-content-type", body=create_body(), content_type="application/vnd.x+json"),
+        Step("create", "json-charset-content-type", body=create_body(), content_type="Application/JSON; charset=utf-8"),
+        Step("create", "empty-text-content-type", raw=b"", content_type="text/plain"),
+        Step("renew", "text-content-type", sandbox=3, body={"expiresAt": "2030-01-01T00:00:00Z"}, content_type=None),
     )
     _check_finding(strict_runner, "F12", Program("F12", steps))
 
 
-@_open("F13", "arbitrary extensions are echoed")
 def test_f13_arbitrary_extensions_are_not_echoed(strict_runner: DifferentialRunner) -> None:
     """F13: extensions that are not annotation-backed are not echoed by create, GET or list."""
-    steps = (create("extensions", extensions={"sandproof": "1"}), Step("get", sandbox=1), Step("list"))
+    steps = (
+        create("extensions", extensions={"sandproof": "1"}),
+        Step("get", sandbox=1),
+        Step("list"),
+        create("extensions-annotated", extensions={"opensandbox.extensions.team": "a", "sandproof": "1"}),
+        Step("get", sandbox=2),
+        Step("list"),
+    )
     _check_finding(strict_runner, "F13", Program("F13", steps))
 
 
@@ -357,7 +410,7 @@ def test_relative_times_and_deviation_matching() -> None:
     assert endpoint.covers("endpoint:direct-execd", "body.endpoint")
     assert not endpoint.covers("endpoint:server-proxy", "body.endpoint")
     assert not endpoint.covers("endpoint:direct-execd", "status")
-    [f10] = [d for d in OPEN_FINDINGS if d.finding == "F10"]
+    f10 = Deviation("endpoint:invalid-port*", "status", "400", "404", "example", "F10", "400 -> 404")
     assert f10.covers("endpoint:invalid-port@missing", "status", "400 -> 404")
     assert not f10.covers("endpoint:invalid-port", "status", "400 -> 200")
     assert not f10.covers("get:valid", "status", "400 -> 404")

@@ -214,8 +214,6 @@ class ExecdRoutes:
         """Run a command in a session and stream its events."""
         sb = self.sandbox(request)
         sid = request.path_params["sid"]
-        if sid not in sb.sessions:
-            raise ApiError(404, "CONTEXT_NOT_FOUND", f"session not found: {sid}")
         body = await self._body(request, frozenset({"command", "cwd", "timeout"}))
         command = body.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -223,6 +221,9 @@ class ExecdRoutes:
         timeout = body.get("timeout")
         if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0):
             raise invalid("invalid request body: timeout must be a non-negative integer (milliseconds)")
+        if sid not in sb.sessions:
+            # execd validates the body first, then reports the runner's ErrContextNotFound as a runtime error.
+            raise ApiError(500, "RUNTIME_ERROR", "error running in session. context not found")
         cwd = self._cwd(sb, body.get("cwd"), sb.sessions[sid])
         return self._start(request, sb, command, dict(sb.spec.env), cwd, timeout, False)
 

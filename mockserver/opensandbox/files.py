@@ -22,6 +22,8 @@ from mockserver.sandbox.filesystem import FileInfo, FileSystem, FsError, normpat
 from .models import SandboxRecord, iso
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+#: Where execd resolves an empty path (``filepath.Abs("")``): its working directory.
+WORKDIR = "/"
 
 
 def file_info(info: FileInfo) -> dict[str, Any]:
@@ -63,8 +65,8 @@ def _path(raw: str | None, name: str = "path") -> str:
         raise ApiError(400, "MISSING_QUERY", f"missing query parameter: {name}")
     try:
         return normpath(raw, "/")
-    except FsError as exc:
-        raise ApiError(400, "INVALID_FILE", f"invalid path: {raw}") from exc
+    except FsError as exc:  # a NUL byte: the kernel's EINVAL, which execd reports as a runtime error
+        raise ApiError(500, "RUNTIME_ERROR", f"error accessing file {raw}: invalid argument") from exc
 
 
 class FileRoutes:
@@ -170,12 +172,9 @@ class FileRoutes:
     async def info(self, request: Request) -> Response:
         """Return ``{path: FileInfo}`` for each ``path``."""
         fs = self._fs(request)
-        raw = request.query_params.getlist("path")
-        if not raw:
-            raise ApiError(400, "MISSING_QUERY", "missing query parameter: path")
         out: dict[str, Any] = {}
-        for item in raw:
-            path = _path(item)
+        for item in request.query_params.getlist("path"):  # no path at all: an empty map, as execd answers
+            path = _path(item or WORKDIR)
             try:
                 out[item] = file_info(fs.stat(path))
             except FsError as exc:
@@ -218,11 +217,10 @@ class FileRoutes:
 
     def _delete(self, request: Request, *, recursive: bool) -> Response:
         fs = self._fs(request)
-        raw = request.query_params.getlist("path")
-        if not raw:
-            raise ApiError(400, "MISSING_QUERY", "missing query parameter: path")
-        for item in raw:
-            path = _path(item)
+        for item in request.query_params.getlist("path"):  # no path at all: nothing to do, 200
+            if not item and recursive:
+                continue  # execd's os.RemoveAll("") does nothing
+            path = _path(item or WORKDIR)
             try:
                 if not recursive and fs.is_dir(path):
                     raise ApiError(500, "RUNTIME_ERROR", f"{path}: is a directory")
@@ -274,7 +272,9 @@ class FileRoutes:
                 if perm.get("owner") or perm.get("group"):
                     fs.chown(path, perm.get("owner") or None, perm.get("group") or None)
             except FsError as exc:
-                raise fs_error(exc, path) from exc
+                # execd reports every chmod/chown failure, a missing file included, as a runtime error.
+                message = f"error changing permissions for {raw}. {exc.strerror.lower()}"
+                raise ApiError(500, "RUNTIME_ERROR", message) from exc
         return Response(status_code=200)
 
     async def replace(self, request: Request) -> Response:

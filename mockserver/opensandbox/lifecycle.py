@@ -13,11 +13,12 @@ Known deviations from the real 1.1.1 server:
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -220,7 +221,7 @@ class LifecycleRoutes:
 
     async def create(self, request: Request) -> Response:
         """Create a sandbox (202)."""
-        spec = parse_create(await json_body(request))
+        spec = parse_create(await json_body(request), self.state.profile.name)
         request_notes = notes(request.scope)
         request_notes.unknown_fields.extend(spec.unknown_fields)
         request_notes.tenant = tenant_of(request)
@@ -280,6 +281,11 @@ class LifecycleRoutes:
         check.raise_if_any()
         assert when is not None
         sb = self._sandbox(request)
+        try:
+            when = when.astimezone(UTC)
+        except OverflowError:
+            # The real server normalises to UTC after the sandbox lookup and does not catch the overflow.
+            return PlainTextResponse("Internal Server Error", status_code=500)
         new = self.state.renew(sb.tenant, sb.id, when)
         return JSONResponse({"expiresAt": iso(new)})
 
@@ -359,9 +365,16 @@ class LifecycleRoutes:
                 "SANDBOX::INVALID_PARAMETER",
                 "use_server_proxy cannot be combined with expires; signed endpoints require the gateway route.",
             )
-        sb = self._sandbox(request)
+        if expires is not None and self.state.profile.name == "docker":
+            raise ApiError(
+                400,
+                "SANDBOX::API_NOT_SUPPORTED",
+                "Signed routes (expires parameter) are not supported when runtime.type='docker'. "
+                "Use the Kubernetes runtime for signed routes.",
+            )
         if not 1 <= port <= 65535:
             raise ApiError(400, "DOCKER::INVALID_PORT", "Port must be between 1 and 65535.")
+        sb = self._sandbox(request)
         self.mock.require_pod_ip(sb)
         host = request.headers.get("host") or self.mock.default_host
         if use_proxy:

@@ -14,6 +14,7 @@ ports other than 44772 and 18080 have no service (502).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -129,10 +130,10 @@ class OpenSandboxMock(MockCore):
 
     def routes(self) -> list[BaseRoute]:
         """Return the lifecycle routes and the direct sandbox-port mount."""
-        return [
-            Mount(f"{DIRECT_PREFIX}/{{sandbox_id}}/{{port:int}}", app=self.direct_app),
-            *LifecycleRoutes(self).routes(),
-        ]
+        direct = Mount(f"{DIRECT_PREFIX}/{{sandbox_id}}/{{port:int}}", app=self.direct_app)
+        # The sandbox port's own server sees any path; Starlette's mount remainder would stop at a newline.
+        direct.path_regex = re.compile(direct.path_regex.pattern, re.DOTALL)
+        return [direct, *LifecycleRoutes(self).routes()]
 
     def extra_admin_routes(self) -> list[BaseRoute]:
         """Return ``/_mock/opensandbox/...`` helpers (OOM-kill, fail, state)."""

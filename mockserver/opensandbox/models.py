@@ -19,7 +19,7 @@ from contracts.opensandbox import NetworkPolicy, PolicyError
 from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FileSystem
 
-from .profiles import RuntimeProfile
+from .profiles import DOCKER, RuntimeProfile
 from .spec import (
     MAX_PAGE_SIZE,
     RESERVED_PREFIX,
@@ -31,6 +31,9 @@ from .spec import (
     validate_labels,
 )
 from .validation import RequestValidationError
+
+#: Extension keys the real server stores as annotation-backed labels and so echoes back.
+ECHOED_EXTENSION_PREFIX = "opensandbox.extensions."
 
 
 @dataclass
@@ -152,8 +155,9 @@ class SandboxRecord:
         out["status"] = self.status_json()
         if self.spec.metadata:
             out["metadata"] = dict(self.spec.metadata)
-        if self.spec.extensions:
-            out["extensions"] = dict(self.spec.extensions)
+        echoed = {k: v for k, v in self.spec.extensions.items() if k.startswith(ECHOED_EXTENSION_PREFIX)}
+        if echoed:
+            out["extensions"] = echoed
         out["entrypoint"] = list(self.spec.entrypoint)
         if self.expires_at is not None:
             out["expiresAt"] = iso(self.expires_at)
@@ -161,8 +165,12 @@ class SandboxRecord:
         return out
 
     def create_response(self) -> dict[str, Any]:
-        """Return the ``CreateSandboxResponse`` body."""
+        """Return the ``CreateSandboxResponse`` body: a request's ``metadata`` echoed, a fresh container "started"."""
         full = self.to_json()
+        if self.spec.echo_metadata:
+            full["metadata"] = dict(self.spec.metadata)
+        if (self.reason, self.message) == DOCKER.running_status():
+            full["status"]["message"] = DOCKER.running_status(created=True)[1]
         keys = ("id", "status", "metadata", "extensions", "platform", "expiresAt", "createdAt", "entrypoint")
         return {k: full[k] for k in keys if k in full}
 
@@ -338,7 +346,7 @@ class OpenSandboxState:
                 reason, message = self.profile.running_status()
             else:
                 reason, message = self.profile.status_for(target)
-            sb.set_state(target, reason, message, at)
+            sb.set_state(target, reason, message, self._stamp(sb, target, at))
         if sb.expires_at is not None and now >= sb.expires_at and sb.id in self.sandboxes:
             self._remove(sb)
 
@@ -379,6 +387,14 @@ class OpenSandboxState:
                 if now < snap.ready_at:
                     raise ApiError(409, "SANDBOX::SNAPSHOT_NOT_READY", f"Snapshot {spec.snapshot_id} is not ready.")
                 fs = FileSystem.load(snap.fs, now=self.clock.now)
+            if spec.timeout is not None:
+                try:
+                    iso(now + spec.timeout)
+                except (OverflowError, ValueError, OSError):
+                    raise bad_request(
+                        "SANDBOX::INVALID_PARAMETER",
+                        f"Sandbox timeout {spec.timeout}s is too large to represent safely.",
+                    ) from None
             sb = SandboxRecord(
                 id=sandbox_id,
                 tenant=tenant,
@@ -393,7 +409,7 @@ class OpenSandboxState:
                 sb.set_state("Pending", *self.profile.status_for("Pending"), now)
                 sb.pending = ("Running", now + self.profile.pending_seconds)
             else:
-                sb.set_state("Running", *self.profile.running_status(created=True), now)
+                sb.set_state("Running", *self.profile.running_status(), now)
             self.sandboxes[sandbox_id] = sb
             return sb
 
@@ -423,7 +439,7 @@ class OpenSandboxState:
             sb.cancel_commands()
             if self.profile.stop_seconds > 0:
                 now = self.clock.now()
-                sb.set_state("Stopping", *self.profile.status_for("Stopping"), now)
+                sb.set_state("Stopping", *self.profile.status_for("Stopping"), self._stamp(sb, "Stopping", now))
                 sb.pending = ("gone", now + self.profile.stop_seconds)
             else:
                 self._remove(sb)
@@ -451,12 +467,18 @@ class OpenSandboxState:
     def _transition(self, sb: SandboxRecord, via: str, target: str, seconds: float) -> None:
         now = self.clock.now()
         if seconds > 0:
-            sb.set_state(via, *self.profile.status_for(via), now)
+            sb.set_state(via, *self.profile.status_for(via), self._stamp(sb, via, now))
             sb.pending = (target, now + seconds)
         elif target == "Running":
-            sb.set_state(target, *self.profile.running_status(), now)
+            sb.set_state(target, *self.profile.running_status(), self._stamp(sb, target, now))
         else:
-            sb.set_state(target, *self.profile.status_for(target), now)
+            sb.set_state(target, *self.profile.status_for(target), self._stamp(sb, target, now))
+
+    def _stamp(self, sb: SandboxRecord, state: str, now: float) -> float:
+        """Return ``lastTransitionAt`` for a move to ``state``: Docker reports container creation until it exits."""
+        if self.profile.name == "docker" and state not in ("Failed", "Terminated"):
+            return sb.created_at
+        return now
 
     def renew(self, tenant: str, sandbox_id: str, expires_at: datetime) -> float:
         """Set a new absolute expiry; 400 if not in the future, 409 without automatic expiry."""

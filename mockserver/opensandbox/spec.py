@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,11 +21,23 @@ _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(rf"^(?:{_DNS_LABEL}\.)*{_DNS_LABEL}$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_QUANTITY = re.compile(r"\s*(\d+)([^\W\d_]*)\s*")
+_MEMORY_UNITS = {
+    "": 1,
+    "b": 1,
+    **{unit: 1000**power for power, unit in enumerate("kmgt", 1)},
+    **{f"{unit}b": 1000**power for power, unit in enumerate("kmgt", 1)},
+    **{f"{unit}i": 1024**power for power, unit in enumerate("kmgt", 1)},
+}
+_MAX_INT64 = 2**63 - 1
+_INVALID = "SANDBOX::INVALID_PARAMETER"
+RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
 
 
 def iso(ts: float) -> str:
-    """Return epoch seconds as RFC 3339 UTC with microseconds and a ``Z``."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Return epoch seconds as RFC 3339 UTC with a ``Z``, with microseconds unless they are zero (as pydantic)."""
+    moment = datetime.fromtimestamp(ts, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ")
 
 
 def bad_request(code: str, message: str) -> ApiError:
@@ -67,6 +80,59 @@ def validate_labels(metadata: dict[str, str] | None) -> None:
             )
 
 
+def _memory_bytes(text: str) -> int | None:
+    """Return a memory quantity (``512Mi``, ``2G``, ``100``) in bytes, or None when unreadable."""
+    found = _QUANTITY.fullmatch(text)
+    if found is None:
+        return None
+    factor = _MEMORY_UNITS.get(found.group(2).lower())
+    return None if factor is None else int(found.group(1)) * factor
+
+
+def _nano_cpus(text: str) -> int | None:
+    """Return a CPU quantity (``2``, ``0.5``, ``500m``) in billionths of a core, or None when unreadable."""
+    raw = text.strip().lower()
+    millis = raw.endswith("m")
+    try:
+        cores = float(raw[:-1] if millis else raw) / (1000 if millis else 1)
+    except ValueError:
+        return None
+    nanos = cores * 1e9
+    if not math.isfinite(nanos) or int(nanos) > _MAX_INT64:
+        return None
+    return int(nanos)
+
+
+def _gpu_count(text: str) -> int | None:
+    """Return a GPU count, -1 for ``all``, or None when unreadable."""
+    raw = text.strip().lower()
+    if raw == "all":
+        return -1
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
+def validate_docker_resource_limits(limits: dict[str, str]) -> None:
+    """Reject ``resourceLimits`` the Docker runtime cannot turn into container limits (400)."""
+    for key, parse in (("memory", _memory_bytes), ("cpu", _nano_cpus), ("gpu", _gpu_count)):
+        if key not in limits:
+            continue
+        value = limits[key]
+        parsed = parse(value) if value else None
+        if parsed is not None and (parsed > 0 or (key == "gpu" and parsed == -1)):
+            continue
+        shown = repr(value[:80]) + (f"... ({len(value)} characters)" if len(value) > 80 else "")
+        rule = "positive device count or 'all'." if key == "gpu" else "positive resource limit."
+        raise bad_request(_INVALID, f"Invalid resourceLimits.{key}: {shown}; must resolve to a {rule}")
+
+
+def _pool_ref(data: dict[str, Any]) -> str:
+    """Return the non-blank ``extensions.poolRef`` of a type-checked create body, or ``""``."""
+    return str((data.get("extensions") or {}).get("poolRef") or "").strip()
+
+
 @dataclass
 class CreateSpec:
     """A validated ``CreateSandboxRequest``."""
@@ -82,10 +148,11 @@ class CreateSpec:
     platform: dict[str, str] | None
     policy: NetworkPolicy | None
     unknown_fields: list[str] = field(default_factory=list)
+    echo_metadata: bool = False
 
 
-def parse_create(body: Any) -> CreateSpec:
-    """Validate a create body like pydantic (422) and the Docker runtime (400)."""
+def parse_create(body: Any, runtime: str = "docker") -> CreateSpec:
+    """Validate a create body like pydantic (422) and the given runtime (400) would, in the real order."""
     check = Checker()
     data = check.obj(body, ["body"])
     check.raise_if_any()
@@ -105,8 +172,11 @@ def parse_create(body: Any) -> CreateSpec:
             check.str_map(data[key], ["body", key])
     if data.get("env") is not None:
         check.str_map(data["env"], ["body", "env"], nullable_values=True)
-    if data.get("secureAccess") is not None:
-        check.boolean(data["secureAccess"], ["body", "secureAccess"])
+    secure_access = data.get("secureAccess") is not None and check.boolean(
+        data["secureAccess"], ["body", "secureAccess"]
+    )
+    if data.get("lifecycle") is not None:
+        check.obj(data["lifecycle"], ["body", "lifecycle"])
     snapshot_id = data.get("snapshotId")
     if snapshot_id is not None:
         check.string(snapshot_id, ["body", "snapshotId"])
@@ -136,14 +206,34 @@ def parse_create(body: Any) -> CreateSpec:
                 check.string(r.get("action", ""), [*loc, "action"])
                 check.string(r.get("target", "x"), [*loc, "target"], min_length=1)
     check.raise_if_any()
+    if RESERVED_ENV in (data.get("env") or {}):
+        raise value_error(
+            body, f"Environment variable '{RESERVED_ENV}' is reserved. Use the lifecycle request field instead."
+        )
     has_image = isinstance(image, dict) and bool(str(image.get("uri", "")).strip())
     has_snapshot = bool((snapshot_id or "").strip())
     if has_image == has_snapshot:
         raise value_error(body, "Exactly one of image or snapshotId must be provided.")
     if has_image and not entrypoint:
         raise value_error(body, "Entrypoint is required when image is provided.")
+    if data.get("resourceLimits") is None and not _pool_ref(data):
+        raise value_error(body, "resourceLimits is required when poolRef is not provided.")
+    docker = runtime == "docker"
+    if docker and data.get("lifecycle") is not None:
+        raise bad_request(_INVALID, "lifecycle hooks are not supported by the Docker provider.")
+    if docker and _pool_ref(data):
+        raise bad_request(
+            "SANDBOX::UNSUPPORTED_POOL_REF",
+            "poolRef is not supported by the Docker provider. Use Kubernetes BatchSandbox provider instead.",
+        )
     metadata = dict(data.get("metadata") or {})
     validate_labels(metadata)
+    if docker and secure_access:
+        raise bad_request(
+            _INVALID,
+            "secureAccess is not supported when runtime.type='docker'. "
+            "Use the Kubernetes runtime to create secured sandboxes.",
+        )
     policy: NetworkPolicy | None = None
     if raw_policy is not None:
         try:
@@ -152,6 +242,9 @@ def parse_create(body: Any) -> CreateSpec:
             )
         except PolicyError as exc:
             raise bad_request("SANDBOX::INVALID_PARAMETER", f"Invalid networkPolicy: {exc}") from exc
+    resource_limits = dict(data.get("resourceLimits") or {})
+    if docker:
+        validate_docker_resource_limits(resource_limits)
     return CreateSpec(
         image=dict(image) if has_image and isinstance(image, dict) else None,
         snapshot_id=snapshot_id if has_snapshot else None,
@@ -159,9 +252,10 @@ def parse_create(body: Any) -> CreateSpec:
         entrypoint=list(entrypoint or []),
         env={k: v for k, v in (data.get("env") or {}).items() if v is not None},
         metadata=metadata,
-        resource_limits=dict(data.get("resourceLimits") or {}),
+        resource_limits=resource_limits,
         extensions=dict(data.get("extensions") or {}),
         platform=dict(platform) if isinstance(platform, dict) else None,
         policy=policy,
         unknown_fields=sorted(set(data) - CREATE_FIELDS),
+        echo_metadata=data.get("metadata") is not None,
     )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+import math
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -45,6 +47,16 @@ _MESSAGES = {
 }
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: A string pydantic reads as a Unix time rather than as an ISO date (``"1900000000"``, ``"-1.5"``, ``"1.5e3"``).
+_EPOCH_TEXT = re.compile(r"[+-]?(?:\d+|\d*\.\d*(?:[eE][+-]?\d+)?)", re.ASCII)
+#: Numbers larger than this (in magnitude) are Unix milliseconds, smaller ones Unix seconds.
+_MS_THRESHOLD = 2e10
+_FIRST_SECOND_10000 = 253402300800
+_FIRST_SECOND_YEAR_0 = -62167219200
+_FIRST_SECOND_YEAR_1 = -62135596800
+
+
 class RequestValidationError(Exception):
     """Carry pydantic-style error entries; rendered as FastAPI's 422."""
 
@@ -65,9 +77,22 @@ def error(kind: str, loc: list[str | int], value: Any, msg: str | None = None, *
     return entry
 
 
+def is_json_media_type(content_type: str | None) -> bool:
+    """Return whether a ``content-type`` is one FastAPI parses as JSON (``application/json``, ``application/*+json``)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    main, _, sub = media.partition("/")
+    return main == "application" and "/" not in sub and (sub == "json" or sub.endswith("+json"))
+
+
 async def json_body(request: Any, *, required: bool = True) -> Any:
-    """Read and parse the JSON body as FastAPI does (422 ``json_invalid`` / ``missing``)."""
+    """Read and parse the JSON body as FastAPI does (422 ``json_invalid`` / ``missing``).
+
+    A non-empty body without a JSON ``content-type`` is not parsed: it comes back as its text, which the body
+    model then rejects, as FastAPI's strict content-type check leads to.
+    """
     raw = await read_body(request)
+    if raw and not is_json_media_type(request.headers.get("content-type")):
+        return raw.decode("utf-8", "replace")
     if not raw.strip():
         if required:
             raise RequestValidationError([error("missing", ["body"], None)])
@@ -192,7 +217,15 @@ class Checker:
         return value
 
     def datetime_value(self, value: Any, loc: list[str | int]) -> datetime | None:
-        """Return an aware UTC datetime parsed from RFC 3339 text, else record an error."""
+        """Return an aware UTC datetime from RFC 3339 text or a Unix time (number or numeric text), else record an error."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return self._epoch(value, value, loc, "datetime_parsing", "Input should be a valid datetime")
+        if isinstance(value, str) and _EPOCH_TEXT.fullmatch(value) and any(c.isdigit() for c in value):
+            number = int(value) if value.lstrip("+-").isdigit() else float(value)
+            if not isinstance(number, int) or -(2**63) <= number < 2**63:
+                return self._epoch(
+                    number, value, loc, "datetime_from_date_parsing", "Input should be a valid datetime or date"
+                )
         if not isinstance(value, str):
             self.add("datetime_type", loc, value)
             return None
@@ -207,7 +240,40 @@ class Checker:
                 error="invalid character in year",
             )
             return None
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            return parsed  # pydantic accepts it; the handler's own UTC conversion fails later
+
+    def _epoch(self, number: float, value: Any, loc: list[str | int], kind: str, prefix: str) -> datetime | None:
+        """Return the UTC time of Unix seconds (milliseconds above 2e10) like pydantic, else record an error."""
+        try:
+            return unix_time(number)
+        except ValueError as exc:
+            self.add(kind, loc, value, f"{prefix}, {exc}", error=str(exc))
+            return None
+
+
+def unix_time(number: float) -> datetime:
+    """Return the UTC time of a Unix timestamp as pydantic reads one; raise ValueError with its reason."""
+    if isinstance(number, float) and math.isnan(number):
+        raise ValueError("NaN values not permitted")
+    if isinstance(number, float) and math.isinf(number):
+        raise ValueError(f"dates {'after 9999' if number > 0 else 'before 0000'} are not supported as unix timestamps")
+    scale = 1000 if abs(number) > _MS_THRESHOLD else 1
+    whole = math.floor(number)
+    seconds, rest = divmod(whole, scale)
+    micros = rest * (1_000_000 // scale) + math.floor((number - whole) * (1_000_000 // scale) + 0.5)
+    seconds, micros = seconds + micros // 1_000_000, micros % 1_000_000
+    if seconds >= _FIRST_SECOND_10000:
+        raise ValueError("dates after 9999 are not supported as unix timestamps")
+    if seconds < _FIRST_SECOND_YEAR_0:
+        raise ValueError("dates before 0000 are not supported as unix timestamps")
+    if seconds < _FIRST_SECOND_YEAR_1:
+        raise ValueError("year 0 is out of range")
+    return _EPOCH + timedelta(seconds=seconds, microseconds=micros)
 
 
 def value_error(body: Any, message: str) -> RequestValidationError:

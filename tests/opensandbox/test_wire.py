@@ -16,7 +16,12 @@ from mockserver.opensandbox import OpenSandboxMock
 from .conftest import API_KEY
 
 KEY = {"OPEN-SANDBOX-API-KEY": API_KEY}
-GOOD = {"image": {"uri": "python:3.11"}, "entrypoint": ["tail", "-f", "/dev/null"], "timeout": 600}
+GOOD = {
+    "image": {"uri": "python:3.11"},
+    "entrypoint": ["tail", "-f", "/dev/null"],
+    "timeout": 600,
+    "resourceLimits": {"cpu": "1", "memory": "2Gi"},
+}
 
 
 @contextlib.contextmanager

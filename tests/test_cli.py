@@ -1,5 +1,10 @@
 import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
+import httpx
 import pytest
 
 from mockserver.cli import env_lines, main, parser
@@ -31,3 +36,60 @@ def test_serve_defaults() -> None:
 def test_unknown_command_is_an_error() -> None:
     with pytest.raises(SystemExit):
         main(["explode"])
+
+
+def _start_serve(state: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mockserver.cli",
+            "serve",
+            "--tensorlake-port",
+            "0",
+            "--opensandbox-port",
+            "0",
+            "--state-file",
+            str(state),
+            "--api-key",
+            "k",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    urls: dict[str, str] = {}
+    assert proc.stdout is not None
+    while len(urls) < 2:
+        line = proc.stdout.readline()
+        assert line, "serve exited before printing its URLs"
+        name, _, rest = line.partition(" ")
+        if name in ("tensorlake", "opensandbox"):
+            urls[name] = rest.split()[0]
+    return proc, urls
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    return out
+
+
+def test_serve_runs_both_mocks_and_keeps_state_across_restarts(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    proc, urls = _start_serve(state)
+    try:
+        created = httpx.post(
+            f"{urls['tensorlake']}/sandboxes", json={"name": "kept"}, headers={"Authorization": "Bearer k"}
+        )
+        assert created.status_code == 200, created.text
+        refused = httpx.get(f"{urls['opensandbox']}/v1/sandboxes", headers={"OPEN-SANDBOX-API-KEY": "wrong"})
+        assert refused.status_code == 401
+    finally:
+        assert "state saved" in _stop(proc)
+    proc, urls = _start_serve(state)
+    try:
+        again = httpx.get(f"{urls['tensorlake']}/sandboxes/kept", headers={"Authorization": "Bearer k"})
+        assert again.status_code == 200 and again.json()["id"] == created.json()["sandbox_id"]
+    finally:
+        _stop(proc)

@@ -10,7 +10,7 @@ OSS_STAMP := $(OSS_VENV)/.installed
 TARGET ?= mock
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: serve test lint unit bench bench-smoke contracts sdk-matrix clean
+.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock install sdk-matrix clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +48,11 @@ unit: install
 bench-smoke: $(STAMP)
 	$(PY) bench/run_all.py --smoke
 
-test: lint unit bench-smoke
+# The contract suite against the in-process mocks, with its fidelity report.
+contracts-mock: install
+	$(VENV)/bin/sandproof check --target mock --profile $(HYPOTHESIS_PROFILE) --report reports/contracts -q
+
+test: lint unit contracts-mock bench-smoke
 
 bench: install
 	$(PY) bench/run_all.py

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -58,7 +59,8 @@ def test_list_shows_each_contract_and_whether_it_runs(capsys: pytest.CaptureFixt
     osb = next(line for line in lines if line.startswith("opensandbox "))
     assert "network-policy" in tl and "test_policy.py::test_policy_engine_passes_checks[tensorlake]" in tl
     assert tl.endswith("[runs]") and "[skip: target 'policy:" in osb and "does not cover opensandbox" in osb
-    assert lines[-1].startswith("2 contract tests; target policy:contracts.tensorlake_adapter:reference_engine")
+    total = re.match(r"(\d+) contract tests; target policy:contracts.tensorlake_adapter:reference_engine", lines[-1])
+    assert total is not None and int(total.group(1)) == sum(1 for line in lines[:-1] if line.endswith("]"))
 
 
 def test_check_fails_a_wrong_engine_and_writes_the_report(tmp_path: Path) -> None:
@@ -86,8 +88,8 @@ def test_check_fails_a_wrong_engine_and_writes_the_report(tmp_path: Path) -> Non
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("sandproof check: target policy:tests.harness.fakes:allow_everything: opensandbox:")
-    assert "sandproof check FAILED: 0 passed, 1 failed, 1 skipped against policy:tests.harness.fakes" in done.stdout
-    assert "opensandbox  network-policy       0      1       0" in done.stdout
+    assert re.search(r"sandproof check FAILED: 0 passed, 1 failed, \d+ skipped against policy:tests.harness.fakes", done.stdout)
+    assert re.search(r"^opensandbox +network-policy +0 +1 +0 ", done.stdout, re.MULTILINE)
     assert "| network-policy | ⏭ skipped | ❌ 0/1 passed |" in (report / "fidelity.md").read_text(encoding="utf-8")
     assert json.loads((report / "results.json").read_text(encoding="utf-8"))["profile"] == "dev"
     assert (report / "junit.xml").is_file()

@@ -1,0 +1,102 @@
+"""Run one TensorLake policy check: a Hypothesis property or a list of fixed examples, as a ``CheckResult``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as st
+
+from contracts.tensorlake_adapter import TensorLakeEngine
+
+__all__ = ["CheckFailed", "CheckResult", "expect", "raises", "run_examples", "run_property"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check: its name, whether it passed, and the (shrunk) failing input if not."""
+
+    name: str
+    passed: bool
+    counterexample: str | None = None
+    message: str | None = None
+
+
+class CheckFailed(AssertionError):
+    """An engine answered differently from what a check requires."""
+
+
+def expect(condition: bool, message: str) -> None:
+    """Raise ``CheckFailed`` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise CheckFailed(message)
+
+
+def raises(call: Callable[[], object]) -> bool:
+    """Tell whether ``call`` raises ``ValueError``."""
+    try:
+        call()
+    except ValueError:
+        return True
+    return False
+
+
+_SUPPRESSED = [
+    HealthCheck.too_slow,
+    HealthCheck.filter_too_much,
+    HealthCheck.data_too_large,
+    HealthCheck.large_base_example,
+    HealthCheck.nested_given,
+]
+
+
+def run_property(
+    name: str,
+    strategy: st.SearchStrategy[T],
+    body: Callable[[TensorLakeEngine, T], None],
+    engine: TensorLakeEngine,
+    max_examples: int,
+    derandomize: bool,
+    shrink: bool,
+) -> CheckResult:
+    """Run ``body`` on inputs drawn from ``strategy`` and report the (shrunk) first failure."""
+    failure: list[str] = []
+
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        derandomize=derandomize,
+        suppress_health_check=_SUPPRESSED,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+        phases=(Phase.explicit, Phase.generate, Phase.shrink) if shrink else (Phase.explicit, Phase.generate),
+    )
+    @given(strategy)
+    def run(case: T) -> None:
+        try:
+            body(engine, case)
+        except Exception as exc:
+            failure[:] = [repr(case), f"{type(exc).__name__}: {exc}"]
+            raise
+
+    try:
+        run()
+    except Exception as exc:
+        if failure:
+            return CheckResult(name, False, failure[0], failure[1])
+        return CheckResult(name, False, None, f"{type(exc).__name__}: {exc}")
+    return CheckResult(name, True)
+
+
+def run_examples(name: str, engine: TensorLakeEngine, body: Callable[[TensorLakeEngine], None]) -> CheckResult:
+    """Run a fixed-example body once and report the example it failed on, if any."""
+    try:
+        body(engine)
+    except Exception as exc:
+        return CheckResult(name, False, getattr(exc, "example", None), f"{type(exc).__name__}: {exc}")
+    return CheckResult(name, True)

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from mockserver.core.journal import GENERATED_HEADER
+
 if TYPE_CHECKING:
     from hypothesis import settings as Settings
     from schemathesis import Case as AnyCase
@@ -704,7 +706,7 @@ def _config(endpoint: Endpoint) -> Any:
     return schemathesis.Config.from_dict(
         {
             "base-url": endpoint.base_url,
-            "headers": dict(endpoint.headers),
+            "headers": {**dict(endpoint.headers), GENERATED_HEADER: "1"},
             "request-timeout": REQUEST_TIMEOUT,
             "cache": {"enabled": False},
             "generation": {"mode": "positive", "database": "none", "with-security-parameters": False},
@@ -725,7 +727,7 @@ def _build_schema(document: dict[str, Any], endpoint: Endpoint) -> BaseSchema:
 @lru_cache(maxsize=8)
 def _bound_schema(name: str, base_url: str, headers: tuple[tuple[str, str], ...]) -> BaseSchema:
     """Return the (shared) schema of a :data:`SPECS` document bound to a base URL and headers."""
-    return _build_schema(SPECS[name].document(), Endpoint(base_url, dict(headers)))
+    return _build_schema(SPECS[name].document(), Endpoint(base_url, {**dict(headers), GENERATED_HEADER: "1"}))
 
 
 def _check_functions() -> dict[str, Callable[..., Any]]:

@@ -199,3 +199,9 @@ def _read_response(sock: socket.socket) -> bytes:
     while len(body) < length:
         body += sock.recv(65536)
     return data
+
+
+def test_generated_requests_do_not_flag_unknown_fields(client: httpx.Client, mock: DemoMock) -> None:
+    client.post("/items", json={"value": 1, "fuzzed": True}, headers={"X-Sandproof-Generated": "1"})
+    client.post("/items", json={"value": 1, "sdk_field": True})
+    assert mock.journal.unknown_fields() == {"POST /items": ["sdk_field"]}

@@ -10,7 +10,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .clock import VirtualClock
 from .faults import FaultRule, FaultSet
-from .journal import BODY_LIMIT, Journal, JournalEntry, RequestNotes
+from .journal import BODY_LIMIT, GENERATED_HEADER, Journal, JournalEntry, RequestNotes
 
 NOTES_KEY = "sandproof_notes"
 TRANSPORT_KEY = "sandproof_transport"
@@ -129,7 +129,7 @@ class JournalMiddleware:
                 tenant=request_notes.tenant,
                 sandbox_id=request_notes.sandbox_id,
                 fault=request_notes.fault,
-                unknown_fields=tuple(sorted(set(request_notes.unknown_fields))),
+                unknown_fields=() if GENERATED_HEADER in headers else tuple(sorted(set(request_notes.unknown_fields))),
             )
         )
 

@@ -1,0 +1,90 @@
+"""Contract: the target's OpenSandbox API answers every request as the mock's own state model predicts.
+
+One test per rule group of :data:`harness.opensandbox_machine.OPERATIONS` (``lifecycle``, ``pause-resume``,
+``renew``, ``endpoints``, ``execd``, ``egress-policy``, ``faults``, ``expiry`` and ``state-machine``, which runs
+every rule together), each reported as its own operation. ``faults`` and ``expiry`` need the ``/_mock`` admin
+API; on the ``mock`` target the machine drives the in-process threaded mock over its loopback URL.
+
+Budget from the Hypothesis profile: ``state-machine`` runs ``max_examples`` programs, every other group
+``max_examples // GROUP_SHARE`` (at least ``MIN_EXAMPLES``); programs are 10 steps long up to 100 examples,
+40 above (``thorough``). A failure prints the shrunk program, ``@reproduce_failure`` and the seed
+(``--hypothesis-seed``); see ``docs/opensandbox-contract.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from hypothesis import settings
+
+from harness.opensandbox_machine import (
+    ADMIN_OPERATIONS,
+    OPERATIONS,
+    http_clients,
+    machine_settings,
+    make_machine,
+    run_machine,
+)
+from harness.targets import Target
+from mockserver.core import AdminClient
+
+PROVIDER = "opensandbox"
+GROUP_SHARE = 4
+MIN_EXAMPLES = 5
+
+
+def _examples(operation: str) -> int:
+    """Return this profile's number of programs for one rule group."""
+    total = settings().max_examples
+    return total if operation == "state-machine" else max(MIN_EXAMPLES, total // GROUP_SHARE)
+
+
+def _params() -> list[object]:
+    """Return one parameter per rule group, marked with its report operation and needs."""
+    return [
+        pytest.param(
+            operation,
+            marks=pytest.mark.contract(
+                PROVIDER, operation, requires=("api", "admin") if operation in ADMIN_OPERATIONS else ("api",)
+            ),
+            id=operation,
+        )
+        for operation in OPERATIONS
+    ]
+
+
+@pytest.fixture
+def admin(sandproof_target: Target) -> Iterator[AdminClient | None]:
+    """Yield the target's admin client (None without the admin API), restoring its clock mode and state after."""
+    if not sandproof_target.admin_available(PROVIDER):
+        yield None
+        return
+    client = sandproof_target.admin_client(PROVIDER)
+    url = sandproof_target.url(PROVIDER)
+    mode = httpx.get(f"{url}/_mock/clock", timeout=10).json().get("mode", "auto")
+    try:
+        yield client
+    finally:
+        try:
+            client.reset()
+            client.set_clock_mode(mode)
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("operation", _params())
+def test_opensandbox_api_matches_the_model(
+    operation: str, sandproof_target: Target, admin: AdminClient | None, request: pytest.FixtureRequest
+) -> None:
+    """Run the rule group's state machine against the target; every answer must match the model."""
+    url = sandproof_target.url(PROVIDER)
+    machine = make_machine(
+        http_clients(url, api_key=sandproof_target.api_key(PROVIDER)), admin=admin, operations=[operation]
+    )
+    replay = (
+        f"pytest '{request.node.path}::{request.node.name}' --sandproof-target={sandproof_target.spec} "
+        f"--hypothesis-profile={settings.get_current_profile_name()}"
+    )
+    run_machine(machine, settings=machine_settings(max_examples=_examples(operation)), replay=replay)

@@ -1,0 +1,447 @@
+"""Deliberately wrong OpenSandbox mocks: each must make the OpenSandbox API state machine fail.
+
+Every mutant is the real :class:`OpenSandboxMock` with one plausible defect, planted by swapping the class of
+its state model, overriding one hook, or wrapping its ASGI app. ``killed_by`` names the machine rules (or
+``invariant``) whose check is expected to report it; ``operation`` is the machine's rule group aimed at it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Router
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from contracts.opensandbox import NetworkPolicy, PolicyError, parse_rules
+from harness.mutation import register_mutants
+from mockserver.opensandbox import OpenSandboxMock
+from mockserver.opensandbox.commands import Runner
+from mockserver.opensandbox.egress import EgressRoutes, PolicyGate, status_body
+from mockserver.opensandbox.mock import emulator_runner
+from mockserver.opensandbox.models import OpenSandboxState, SandboxRecord, paginate
+from mockserver.sandbox.steps import Exit, Step
+
+Json = dict[str, Any]
+_ALL = 10**9
+
+
+# --- building blocks ----------------------------------------------------------------------------------
+
+
+class ResponseRewrite:
+    """Rewrite the answers to matching requests: status, headers and JSON body (buffered)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        matches: Callable[[str, str], bool],
+        *,
+        status: Callable[[int], int] | None = None,
+        headers: Callable[[int, list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]] | None = None,
+        body: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.app = app
+        self.matches = matches
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.matches(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        start: Message = {}
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            await self._flush(start, b"".join(chunks), send)
+
+        await self.app(scope, receive, capture)
+
+    async def _flush(self, start: Message, payload: bytes, send: Send) -> None:
+        status = int(start["status"])
+        headers = list(start.get("headers", []))
+        is_json = any(k.lower() == b"content-type" and b"json" in v for k, v in headers)
+        if self.body is not None and is_json and payload:
+            payload = json.dumps(self.body(json.loads(payload))).encode()
+        if self.headers is not None:
+            headers = self.headers(status, headers)
+        headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(payload)).encode()))
+        new_status = self.status(status) if self.status is not None else status
+        await send({**start, "status": new_status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+
+class MutantMock(OpenSandboxMock):
+    """An ``OpenSandboxMock`` whose ASGI app goes through :meth:`mutate` (identity by default)."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Wrap the fully built app."""
+        return app
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """Put the mutation outside everything else."""
+        return self.mutate(super().wrap(app))
+
+
+def _with_state(mock: OpenSandboxMock, cls: type[OpenSandboxState]) -> OpenSandboxMock:
+    """Swap the mock's state model for a subclass (before its app is built)."""
+    mock.state.__class__ = cls
+    return mock
+
+
+def _is_sandbox(obj: Any) -> bool:
+    return isinstance(obj, dict) and "id" in obj and "status" in obj and "entrypoint" in obj
+
+
+# --- the defects --------------------------------------------------------------------------------------
+
+
+class Create200(MutantMock):
+    """Create answers 200 instead of 202."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Turn the create's 202 into 200."""
+        return ResponseRewrite(
+            app,
+            lambda method, path: method == "POST" and path.rstrip("/") == "/v1/sandboxes",
+            status=lambda s: 200 if s == 202 else s,
+        )
+
+
+class NullExpiresAt(MutantMock):
+    """A sandbox without automatic expiry carries ``"expiresAt": null`` instead of leaving the key out."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Add the null to every sandbox body."""
+
+        def fill(body: Any) -> Any:
+            items = body.get("items") if isinstance(body, dict) else None
+            for sandbox in [body, *(items if isinstance(items, list) else [])]:
+                if _is_sandbox(sandbox):
+                    sandbox.setdefault("expiresAt", None)
+            return body
+
+        return ResponseRewrite(app, lambda method, path: path.startswith("/v1/sandboxes"), body=fill)
+
+
+class _GhostState(OpenSandboxState):
+    """Deleted sandboxes stay in the listing."""
+
+    def clear(self) -> None:
+        """Forget the ghosts too."""
+        super().clear()
+        self.__dict__.pop("ghosts", None)
+
+    def delete(self, tenant: str, sandbox_id: str) -> None:
+        """Delete, but remember the sandbox."""
+        sb = self.find(sandbox_id, tenant)
+        super().delete(tenant, sandbox_id)
+        self.__dict__.setdefault("ghosts", {})[sb.id] = sb
+
+    def list(
+        self, tenant: str, states: Iterable[str], metadata: dict[str, str], page: int, page_size: int
+    ) -> dict[str, Any]:
+        """List the live sandboxes and the deleted ones."""
+        ghosts: dict[str, SandboxRecord] = self.__dict__.get("ghosts", {})
+        with self.lock:
+            self.refresh()
+            added = [key for key in ghosts if key not in self.sandboxes]
+            self.sandboxes.update({key: ghosts[key] for key in added})
+            try:
+                return super().list(tenant, states, metadata, page, page_size)
+            finally:
+                for key in added:
+                    self.sandboxes.pop(key, None)
+
+
+class _OldestFirstState(OpenSandboxState):
+    """The listing is sorted oldest first."""
+
+    def list(
+        self, tenant: str, states: Iterable[str], metadata: dict[str, str], page: int, page_size: int
+    ) -> dict[str, Any]:
+        """List everything newest first, reverse it, then paginate."""
+        items = super().list(tenant, states, metadata, 1, _ALL)["items"]
+        return paginate(list(reversed(items)), page, page_size)
+
+
+class _CaseSensitiveStateFilter(OpenSandboxState):
+    """The ``state`` filter compares case-sensitively."""
+
+    def list(
+        self, tenant: str, states: Iterable[str], metadata: dict[str, str], page: int, page_size: int
+    ) -> dict[str, Any]:
+        """Filter on the exact spelling."""
+        wanted = set(states)
+        items = super().list(tenant, [], metadata, 1, _ALL)["items"]
+        return paginate([i for i in items if not wanted or i["status"]["state"] in wanted], page, page_size)
+
+
+class _PauseWhilePausedState(OpenSandboxState):
+    """Pausing a paused sandbox succeeds instead of answering 409."""
+
+    def pause(self, tenant: str, sandbox_id: str) -> None:
+        """Accept a second pause silently."""
+        if self.find(sandbox_id, tenant).state == "Paused":
+            return
+        super().pause(tenant, sandbox_id)
+
+
+class _RenewIgnoredState(OpenSandboxState):
+    """Renew answers the new time but keeps the old expiry."""
+
+    def renew(self, tenant: str, sandbox_id: str, expires_at: datetime) -> float:
+        """Validate and answer, then forget."""
+        sb = self.find(sandbox_id, tenant)
+        old = sb.expires_at
+        new = super().renew(tenant, sandbox_id, expires_at)
+        sb.expires_at = old
+        return new
+
+
+class _NeverExpiresState(OpenSandboxState):
+    """Sandboxes outlive their ``expiresAt``."""
+
+    def _refresh_one(self, sb: SandboxRecord, now: float) -> None:
+        saved, sb.expires_at = sb.expires_at, None
+        try:
+            super()._refresh_one(sb, now)
+        finally:
+            sb.expires_at = saved
+
+
+class _ReplacingEgressRoutes(EgressRoutes):
+    """The sidecar's PATCH replaces the rules instead of merging them."""
+
+    async def policy(self, request: Request) -> Response:
+        """Handle PATCH as a replacement; everything else as usual."""
+        if request.method != "PATCH":
+            return await super().policy(request)
+        sb = self._sandbox(request)
+        try:
+            rules = parse_rules(json.loads(await request.body()))
+            if not rules:
+                raise PolicyError("invalid_rules", "request body must be a non-empty list of rules")
+        except (ValueError, PolicyError) as exc:
+            return PlainTextResponse(f"invalid policy: {exc}\n", status_code=400)
+        current = sb.policy or NetworkPolicy()
+        sb.policy = NetworkPolicy(current.effective_default, rules)
+        return JSONResponse(status_body(sb, self._enforcement, with_policy=False))
+
+
+class PatchReplaces(MutantMock):
+    """Egress ``PATCH /policy`` replaces the rule list instead of merging into it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        routes = _ReplacingEgressRoutes(self.sandbox_of, self.enforcement_mode, self.egress_token)
+        self.egress_router = Router(routes=routes.routes())
+
+
+class CreatePolicyIgnored(MutantMock):
+    """The ``networkPolicy`` given at create is reported by the sidecar but not applied to traffic."""
+
+    def runner_for(self, sb: SandboxRecord) -> Runner:
+        """Bind a gate that skips the create-time policy (a PATCHed one applies)."""
+        runner = self._runners.get(sb.id)
+        if runner is None:
+
+            def current() -> NetworkPolicy | None:
+                if not sb.has_sidecar or sb.policy is sb.spec.policy:
+                    return None
+                return sb.policy
+
+            runner = emulator_runner(sb, PolicyGate(current, self.dns, self.enforcement_mode), self.http)
+            self._runners[sb.id] = runner
+        return runner
+
+
+class _ZeroExit:
+    """Run the emulator but report every exit as 0."""
+
+    def __init__(self, inner: Runner) -> None:
+        self.inner = inner
+
+    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
+        """Yield the inner steps with ``Exit`` forced to 0."""
+        for step in self.inner.run(command, env=env, cwd=cwd):
+            yield Exit(0) if isinstance(step, Exit) else step
+
+
+def _zero_exit_mock() -> OpenSandboxMock:
+    mock = OpenSandboxMock()
+    mock._runner_factory = lambda sb, gate: _ZeroExit(emulator_runner(sb, gate, mock.http))
+    return mock
+
+
+class RetryAfterDropped(MutantMock):
+    """Injected 503s lose their ``Retry-After`` header."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Strip the header from 503 answers."""
+
+        def strip(status: int, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+            return [(k, v) for k, v in headers if status != 503 or k.lower() != b"retry-after"]
+
+        return ResponseRewrite(app, lambda method, path: path.startswith("/v1/"), headers=strip)
+
+
+class NoRequestIdOnErrors(MutantMock):
+    """Error answers of the lifecycle API carry no ``X-Request-ID``."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Strip the header from 4xx and 5xx answers."""
+
+        def strip(status: int, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+            return [(k, v) for k, v in headers if status < 400 or k.lower() != b"x-request-id"]
+
+        return ResponseRewrite(app, lambda method, path: path.startswith("/v1/"), headers=strip)
+
+
+# --- the catalogue ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MockMutant:
+    """One wrong mock: what is wrong, which machine rules report it, and how to build it."""
+
+    name: str
+    defect: str
+    operation: str
+    killed_by: frozenset[str]
+    build: Callable[[], OpenSandboxMock]
+
+    def __call__(self) -> OpenSandboxMock:
+        """Build a fresh instance of the wrong mock."""
+        return self.build()
+
+
+def _state_mutant(cls: type[OpenSandboxState]) -> Callable[[], OpenSandboxMock]:
+    return lambda: _with_state(OpenSandboxMock(), cls)
+
+
+MOCK_MUTANTS: tuple[MockMutant, ...] = (
+    MockMutant(
+        "create-200",
+        "create answers 200 instead of 202",
+        "lifecycle",
+        frozenset({"first_sandbox", "create"}),
+        Create200,
+    ),
+    MockMutant(
+        "null-expires-at",
+        'a sandbox without expiry has "expiresAt": null instead of no key',
+        "lifecycle",
+        frozenset({"first_sandbox", "create", "get", "invariant", "list_sandboxes"}),
+        NullExpiresAt,
+    ),
+    MockMutant(
+        "deleted-still-listed",
+        "deleted sandboxes stay in the listing",
+        "lifecycle",
+        frozenset({"invariant", "list_sandboxes"}),
+        _state_mutant(_GhostState),
+    ),
+    MockMutant(
+        "list-oldest-first",
+        "the listing is oldest first",
+        "lifecycle",
+        frozenset({"invariant", "list_sandboxes"}),
+        _state_mutant(_OldestFirstState),
+    ),
+    MockMutant(
+        "state-filter-case-sensitive",
+        "the state filter is case-sensitive",
+        "lifecycle",
+        frozenset({"list_sandboxes"}),
+        _state_mutant(_CaseSensitiveStateFilter),
+    ),
+    MockMutant(
+        "pause-while-paused",
+        "pausing a paused sandbox answers 202 instead of 409",
+        "pause-resume",
+        frozenset({"pause"}),
+        _state_mutant(_PauseWhilePausedState),
+    ),
+    MockMutant(
+        "renew-ignored",
+        "renew answers the new expiry but keeps the old one",
+        "renew",
+        frozenset({"invariant", "get", "renew"}),
+        _state_mutant(_RenewIgnoredState),
+    ),
+    MockMutant(
+        "never-expires",
+        "sandboxes outlive their expiresAt",
+        "expiry",
+        frozenset({"invariant", "get", "renew", "list_sandboxes"}),
+        _state_mutant(_NeverExpiresState),
+    ),
+    MockMutant(
+        "patch-replaces",
+        "egress PATCH replaces the rules instead of merging",
+        "egress-policy",
+        frozenset({"egress_patch", "egress_get", "egress_probe", "egress_delete"}),
+        PatchReplaces,
+    ),
+    MockMutant(
+        "create-policy-ignored",
+        "the networkPolicy given at create does not govern probes",
+        "egress-policy",
+        frozenset({"egress_probe"}),
+        CreatePolicyIgnored,
+    ),
+    MockMutant(
+        "non-zero-exit-succeeds",
+        "a non-zero exit is reported as success",
+        "execd",
+        frozenset({"run_command"}),
+        _zero_exit_mock,
+    ),
+    MockMutant(
+        "retry-after-dropped",
+        "an injected 503 loses its Retry-After header",
+        "faults",
+        frozenset({"inject_fault"}),
+        RetryAfterDropped,
+    ),
+    MockMutant(
+        "no-request-id-on-errors",
+        "error answers carry no X-Request-ID",
+        "lifecycle",
+        frozenset(
+            {
+                "create",
+                "get",
+                "delete",
+                "use_deleted",
+                "list_sandboxes",
+                "patch_metadata",
+                "missing_sandbox",
+                "pause",
+                "resume",
+            }
+        ),
+        NoRequestIdOnErrors,
+    ),
+)
+
+register_mutants("opensandbox-api", {m.name: m for m in MOCK_MUTANTS})

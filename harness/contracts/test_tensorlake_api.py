@@ -1,0 +1,107 @@
+"""Contract: the target's TensorLake API answers every request as the mock's own state model predicts.
+
+One test per rule group of :data:`harness.tensorlake_machine.OPERATIONS` (``lifecycle``, ``update``,
+``ports-ingress``, ``suspend-resume``, ``egress-probe``, ``faults``, ``timeouts`` and ``state-machine``, which
+runs every rule together), each reported as its own operation. ``faults`` and ``timeouts`` need the ``/_mock``
+admin API. On the ``mock`` target the machine drives the in-process threaded mock over its loopback URL; on
+``tensorlake-cloud`` it drives the real service (lifecycle calls go to the ``sandbox.`` host, as the SDK's
+do) and its egress probes run ``getent``/``curl`` inside real sandboxes.
+
+Budget from the Hypothesis profile: ``state-machine`` runs ``max_examples // 2`` programs, every other group
+``max_examples // GROUP_SHARE`` (at least ``MIN_EXAMPLES``); programs are 10 steps long up to 100 examples,
+30 above (``thorough``). A failure prints the shrunk program, ``@reproduce_failure`` and the seed with the
+command line that replays it. Without ``TENSORLAKE_API_KEY`` a ``tensorlake:URL`` target gets the key
+``sandproof-key`` (a sandproof mock accepts any key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import pytest
+from hypothesis import settings
+
+from harness.targets import Target
+from harness.tensorlake_machine import (
+    ADMIN_OPERATIONS,
+    DEFAULT_KEY,
+    OPERATIONS,
+    http_clients,
+    machine_settings,
+    make_machine,
+    run_machine,
+)
+from mockserver.core import AdminClient
+
+PROVIDER = "tensorlake"
+GROUP_SHARE = 4
+MIN_EXAMPLES = 5
+
+
+def _examples(operation: str) -> int:
+    """Return this profile's number of programs for one rule group."""
+    total = settings().max_examples
+    share = 2 if operation == "state-machine" else GROUP_SHARE
+    return max(MIN_EXAMPLES, total // share)
+
+
+def _params() -> list[object]:
+    """Return one parameter per rule group, marked with its report operation and needs."""
+    return [
+        pytest.param(
+            operation,
+            marks=pytest.mark.contract(
+                PROVIDER, operation, requires=("api", "admin") if operation in ADMIN_OPERATIONS else ("api",)
+            ),
+            id=operation,
+        )
+        for operation in OPERATIONS
+    ]
+
+
+def lifecycle_url(target: Target) -> str:
+    """Return the base URL of the lifecycle API: the ``sandbox.`` host for the cloud, else the target's URL."""
+    url = target.url(PROVIDER)
+    if target.kind != "cloud":
+        return url
+    parts = urlsplit(url)
+    host = parts.netloc.removeprefix("api.")
+    return urlunsplit((parts.scheme, f"sandbox.{host}", parts.path, "", ""))
+
+
+@pytest.fixture
+def admin(sandproof_target: Target) -> Iterator[AdminClient | None]:
+    """Yield the target's admin client (None without the admin API), restoring its clock mode and state after."""
+    if not sandproof_target.admin_available(PROVIDER):
+        yield None
+        return
+    client = sandproof_target.admin_client(PROVIDER)
+    url = sandproof_target.url(PROVIDER)
+    mode = httpx.get(f"{url}/_mock/clock", timeout=10).json().get("mode", "auto")
+    try:
+        yield client
+    finally:
+        try:
+            client.reset()
+            client.set_clock_mode(mode)
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("operation", _params())
+def test_tensorlake_api_matches_the_model(
+    operation: str, sandproof_target: Target, admin: AdminClient | None, request: pytest.FixtureRequest
+) -> None:
+    """Run the rule group's state machine against the target; every answer must match the model."""
+    machine = make_machine(
+        http_clients(lifecycle_url(sandproof_target), api_key=sandproof_target.api_key(PROVIDER) or DEFAULT_KEY),
+        admin=admin,
+        operations=[operation],
+    )
+    run_machine(
+        machine,
+        settings=machine_settings(max_examples=_examples(operation)),
+        replay=f"pytest {request.node.nodeid} --sandproof-target={sandproof_target.spec}",
+    )

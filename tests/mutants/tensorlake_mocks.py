@@ -1,0 +1,381 @@
+"""Deliberately wrong TensorLake mocks: each must make ``harness.tensorlake_machine`` fail.
+
+Every mutant is a :class:`TensorLakeMock` with one plausible defect, put in by swapping one part: the
+HTTP-free model, the lifecycle routes, the sandbox proxy or the egress gate. ``defect`` says what is wrong,
+``caught_by`` names the operation group of :data:`harness.tensorlake_machine.OPERATIONS` aimed at it.
+Importing this module registers them with :mod:`harness.mutation` as suite ``tensorlake-api``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, ClassVar
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from contracts.tensorlake import Decision, NetworkConfig, PolicyError, decide_egress
+from harness.mutation import register_mutants
+from mockserver.sandbox.commands import CommandEmulator
+from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
+from mockserver.tensorlake.ingress import Ingress, Target
+from mockserver.tensorlake.mock import CollapseSlashes
+from mockserver.tensorlake.models import TensorLakeModel, conflict
+from mockserver.tensorlake.records import Sandbox
+from mockserver.tensorlake.routes import LifecycleRoutes
+from mockserver.tensorlake.validate import CreateRequest, PatchRequest
+
+LEAKED_COOKIE = "sandproof_leaked_cookie"
+SUITE = "tensorlake-api"
+
+
+class MutantMock(TensorLakeMock):
+    """A TensorLake mock built from swappable parts; subclasses replace one part with a wrong one."""
+
+    defect: ClassVar[str] = ""
+    caught_by: ClassVar[str] = ""
+    model_class: ClassVar[type[TensorLakeModel]] = TensorLakeModel
+    routes_class: ClassVar[type[LifecycleRoutes]] = LifecycleRoutes
+    ingress_class: ClassVar[type[Ingress]] = Ingress
+    gate_class: ClassVar[type[TensorLakeGate]] = TensorLakeGate
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.model = self.model_class(self.clock, self.ids, self.dns.resolve)
+        self.model.on_terminate = self._on_terminate
+        self.lifecycle = self.routes_class(self)
+
+    def build_app(self) -> ASGIApp:
+        """Build the app like the real mock, with this mutant's proxy class."""
+        api = Starlette(routes=[*self.routes(), *self.admin_routes()], exception_handlers=self.exception_handlers())
+        return self.wrap(CollapseSlashes(self.ingress_class(self, api)))
+
+    def emulator_for(self, sandbox: Sandbox) -> CommandEmulator:
+        """Return a command emulator whose network goes through this mutant's gate."""
+        gate = self.gate_class(sandbox, self.dns)
+        return CommandEmulator(sandbox.fs, gate=gate, http=self.http, handlers=self.commands)
+
+
+# --- wrong models -------------------------------------------------------------------------------------------
+
+
+class _NullIgnoredModel(TensorLakeModel):
+    def _apply_patch(self, sb: Sandbox, req: PatchRequest) -> None:
+        if req.network_given and req.network is None:
+            req = dataclasses.replace(req, network_given=False)
+        super()._apply_patch(sb, req)
+
+
+class PatchNullIgnored(MutantMock):
+    """PATCH ``{"network": null}`` keeps the old policy instead of clearing it."""
+
+    defect = "PATCH network:null is ignored"
+    caught_by = "update"
+    model_class = _NullIgnoredModel
+
+
+class _OmittedClearsModel(TensorLakeModel):
+    def _apply_patch(self, sb: Sandbox, req: PatchRequest) -> None:
+        if not req.network_given:
+            req = dataclasses.replace(req, network_given=True, network=None)
+        super()._apply_patch(sb, req)
+
+
+class OmittedNetworkClears(MutantMock):
+    """A PATCH without a ``network`` key clears the policy (absent treated like null)."""
+
+    defect = "an omitted network key clears the policy"
+    caught_by = "update"
+    model_class = _OmittedClearsModel
+
+
+class _RawPortsModel(TensorLakeModel):
+    def patch(self, owner: str, namespace: str, ident: str, body: Any) -> tuple[Sandbox, list[str]]:
+        sb, unknown = super().patch(owner, namespace, ident, body)
+        if isinstance(body, dict) and isinstance(body.get("exposed_ports"), list):
+            sb.exposed_ports = tuple(body["exposed_ports"])
+        return sb, unknown
+
+
+class PortsNotNormalised(MutantMock):
+    """``exposed_ports`` is stored as sent: not deduplicated, not sorted."""
+
+    defect = "exposed_ports kept unsorted and with duplicates"
+    caught_by = "update"
+    model_class = _RawPortsModel
+
+
+class _ManagementPortModel(TensorLakeModel):
+    def patch(self, owner: str, namespace: str, ident: str, body: Any) -> tuple[Sandbox, list[str]]:
+        ports = body.get("exposed_ports") if isinstance(body, dict) else None
+        if not isinstance(ports, list) or 9501 not in ports:
+            return super().patch(owner, namespace, ident, body)
+        sb, unknown = super().patch(owner, namespace, ident, {**body, "exposed_ports": [p for p in ports if p != 9501]})
+        sb.exposed_ports = tuple(sorted({*sb.exposed_ports, 9501}))
+        return sb, unknown
+
+
+class ExposesManagementPort(MutantMock):
+    """Port 9501 (the management API) is accepted in ``exposed_ports``."""
+
+    defect = "9501 accepted as an exposed port"
+    caught_by = "ports-ingress"
+    model_class = _ManagementPortModel
+
+
+class _HalfAppliedModel(TensorLakeModel):
+    def patch(self, owner: str, namespace: str, ident: str, body: Any) -> tuple[Sandbox, list[str]]:
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            network = body.get("network") if isinstance(body, dict) else None
+            allow = network.get("allow_out") if isinstance(network, dict) else None
+            if isinstance(allow, list):
+                current = sb.network or NetworkConfig()
+                try:
+                    wanted = NetworkConfig(allow_out=tuple(allow))
+                except PolicyError:
+                    pass
+                else:
+                    sb.network = NetworkConfig(current.allow_internet_access, wanted.allow_out, current.deny_out)
+            return super().patch(owner, namespace, ident, body)
+
+
+class HalfAppliedPatch(MutantMock):
+    """A PATCH whose policy is rejected has already swapped in the new ``allow_out``."""
+
+    defect = "a rejected PATCH leaves a half-applied policy"
+    caught_by = "update"
+    model_class = _HalfAppliedModel
+
+
+class _SuspendAnyModel(TensorLakeModel):
+    def suspend(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            if sb.name is None and sb.status == "running":
+                sb.status, sb.running_since = "suspending", None
+                sb.transition_at = self.clock.now() + self.timings.suspend
+                self.settle(sb)
+                return sb
+            return super().suspend(owner, namespace, ident)
+
+
+class SuspendEphemeral(MutantMock):
+    """An ephemeral (unnamed) sandbox can be suspended instead of getting 400."""
+
+    defect = "suspend allowed on an ephemeral sandbox"
+    caught_by = "suspend-resume"
+    model_class = _SuspendAnyModel
+
+
+class _TimeoutKillsModel(TensorLakeModel):
+    def _step(self, sb: Sandbox, now: float) -> bool:
+        if sb.status == "running" and sb.timeout_secs and sb.running_since is not None and sb.name is not None:
+            deadline = sb.running_since + sb.timeout_secs
+            if deadline <= now:
+                self._terminate(sb, deadline, "timeout")
+                return True
+        return super()._step(sb, now)
+
+
+class TimeoutKillsNamed(MutantMock):
+    """A named sandbox is terminated on timeout instead of suspended."""
+
+    defect = "timeout terminates named sandboxes"
+    caught_by = "timeouts"
+    model_class = _TimeoutKillsModel
+
+
+class _StickyNameModel(TensorLakeModel):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.retired: set[tuple[str, str, str]] = set()
+
+    def delete(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        sb = super().delete(owner, namespace, ident)
+        if sb.name is not None:
+            self.retired.add((owner, namespace, sb.name))
+        return sb
+
+    def create(self, owner: str, namespace: str, req: CreateRequest) -> Any:
+        if req.name is not None and (owner, namespace, req.name) in self.retired:
+            raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
+        return super().create(owner, namespace, req)
+
+    def reset(self) -> None:
+        super().reset()
+        self.retired.clear()
+
+
+class NameKeptAfterDelete(MutantMock):
+    """A deleted sandbox's name stays taken: creating it again answers 409."""
+
+    defect = "a deleted sandbox's name is never freed"
+    caught_by = "lifecycle"
+    model_class = _StickyNameModel
+
+
+# --- wrong routes -------------------------------------------------------------------------------------------
+
+
+class _SyncCreateRoutes(LifecycleRoutes):
+    async def create(self, request: Request) -> Response:
+        response = await super().create(request)
+        if response.status_code == 202:
+            response.status_code = 200
+        return response
+
+
+class NoWaitCreate200(MutantMock):
+    """``wait: false`` create answers 200 instead of 202."""
+
+    defect = "200 instead of 202 on a wait:false create"
+    caught_by = "lifecycle"
+    routes_class = _SyncCreateRoutes
+
+
+# --- wrong proxies ------------------------------------------------------------------------------------------
+
+
+class _PublicManagementIngress(Ingress):
+    async def admit(self, scope: Scope, target: Target) -> Sandbox:
+        sandbox = self.mock.model.find_any(target.label)
+        if (
+            target.port == 9501
+            and sandbox is not None
+            and sandbox.allow_unauthenticated_access
+            and sandbox.status == "running"
+        ):
+            return sandbox
+        return await super().admit(scope, target)
+
+
+class ManagementPortPublic(MutantMock):
+    """``allow_unauthenticated_access`` also opens the management API (port 9501) without auth."""
+
+    defect = "9501 reachable without auth"
+    caught_by = "ports-ingress"
+    ingress_class = _PublicManagementIngress
+
+
+class _CookieLeakIngress(Ingress):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            raw = [value for key, value in scope.get("headers") or [] if key == b"cookie"]
+            if raw:
+                scope.setdefault("state", {})[LEAKED_COOKIE] = raw
+        await super().__call__(scope, receive, send)
+
+
+class SessionCookieForwarded(MutantMock):
+    """The platform session cookie reaches the sandbox's app (the proxy forwards the original Cookie header)."""
+
+    defect = "the platform session cookie is forwarded to the sandbox"
+    caught_by = "ports-ingress"
+    ingress_class = _CookieLeakIngress
+
+    def port_app(self, sandbox_id: str, port: int) -> ASGIApp:
+        """Return the port app behind a wrapper that puts the original Cookie header back."""
+        inner = super().port_app(sandbox_id, port)
+
+        async def leaky(scope: Scope, receive: Receive, send: Send) -> None:
+            raw = (scope.get("state") or {}).get(LEAKED_COOKIE)
+            if raw:
+                headers = [(k, v) for k, v in scope.get("headers") or [] if k != b"cookie"]
+                scope = {**scope, "headers": headers + [(b"cookie", value) for value in raw]}
+            await inner(scope, receive, send)
+
+        return leaky
+
+
+# --- wrong egress gates -------------------------------------------------------------------------------------
+
+
+class _AllowFirstGate(TensorLakeGate):
+    def decide(self, host: str | None, ip: str) -> Decision:
+        policy = self.sandbox.network
+        if policy is not None and policy.allow_out:
+            loose = NetworkConfig(policy.allow_internet_access, policy.allow_out, ())
+            try:
+                verdict = decide_egress(loose, host=host, ip=ip)
+            except ValueError:
+                verdict = Decision(False, "unusable")
+            if verdict.allowed:
+                return verdict
+        return super().decide(host, ip)
+
+
+class DenyDoesNotWin(MutantMock):
+    """A destination matched by both lists gets out: ``allow_out`` is checked before ``deny_out``."""
+
+    defect = "deny_out does not win over allow_out in probes"
+    caught_by = "egress-probe"
+    gate_class = _AllowFirstGate
+
+
+class _ApexGate(TensorLakeGate):
+    def decide(self, host: str | None, ip: str) -> Decision:
+        verdict = super().decide(host, ip)
+        policy = self.sandbox.network
+        if verdict.allowed or policy is None or host is None or verdict.reason.startswith("deny_out"):
+            return verdict
+        name = host.lower().rstrip(".")
+        if any(entry == "*." + name for entry in policy.allow_out):
+            return Decision(True, f"allow_out entry '*.{name}'")
+        return verdict
+
+
+class WildcardMatchesApex(MutantMock):
+    """``*.example.com`` in ``allow_out`` also lets ``example.com`` out."""
+
+    defect = "a wildcard entry matches its apex in probes"
+    caught_by = "egress-probe"
+    gate_class = _ApexGate
+
+
+MUTANTS: tuple[type[MutantMock], ...] = (
+    PatchNullIgnored,
+    OmittedNetworkClears,
+    PortsNotNormalised,
+    ExposesManagementPort,
+    HalfAppliedPatch,
+    SuspendEphemeral,
+    TimeoutKillsNamed,
+    NameKeptAfterDelete,
+    NoWaitCreate200,
+    ManagementPortPublic,
+    SessionCookieForwarded,
+    DenyDoesNotWin,
+    WildcardMatchesApex,
+)
+
+
+def mutant_name(cls: type[MutantMock]) -> str:
+    """Return the registry name of a mutant class (``PatchNullIgnored`` -> ``patch-null-ignored``)."""
+    return re.sub(r"(?<!^)(?=[A-Z])|(?<=[a-z])(?=\d)", "-", cls.__name__).lower()
+
+
+register_mutants(SUITE, {mutant_name(m): m for m in MUTANTS})
+
+__all__ = [
+    "MUTANTS",
+    "SUITE",
+    "DenyDoesNotWin",
+    "ExposesManagementPort",
+    "HalfAppliedPatch",
+    "ManagementPortPublic",
+    "MutantMock",
+    "NameKeptAfterDelete",
+    "NoWaitCreate200",
+    "OmittedNetworkClears",
+    "PatchNullIgnored",
+    "PortsNotNormalised",
+    "SessionCookieForwarded",
+    "SuspendEphemeral",
+    "TimeoutKillsNamed",
+    "WildcardMatchesApex",
+    "mutant_name",
+]

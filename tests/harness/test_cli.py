@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,7 +88,9 @@ def test_check_fails_a_wrong_engine_and_writes_the_report(tmp_path: Path) -> Non
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("sandproof check: target policy:tests.harness.fakes:allow_everything: opensandbox:")
-    assert re.search(r"sandproof check FAILED: 0 passed, 1 failed, \d+ skipped against policy:tests.harness.fakes", done.stdout)
+    assert re.search(
+        r"sandproof check FAILED: 0 passed, 1 failed, \d+ skipped against policy:tests.harness.fakes", done.stdout
+    )
     assert re.search(r"^opensandbox +network-policy +0 +1 +0 ", done.stdout, re.MULTILINE)
     assert "| network-policy | ⏭ skipped | ❌ 0/1 passed |" in (report / "fidelity.md").read_text(encoding="utf-8")
     assert json.loads((report / "results.json").read_text(encoding="utf-8"))["profile"] == "dev"

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import os
 import statistics
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import httpx
 from starlette.applications import Starlette
@@ -22,7 +25,6 @@ from starlette.routing import Route
 
 from mockserver.core import MockServer
 from mockserver.opensandbox import OpenSandboxMock
-from mockserver.opensandbox.models import parse_create
 
 API_KEY = "bench-key"
 
@@ -34,10 +36,12 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def command_latencies(url: str, mock: OpenSandboxMock, runs: int) -> list[float]:
+async def command_latencies(url: str, runs: int) -> list[float]:
     """Return per-call seconds of ``commands.run("echo hi")`` through the SDK."""
     sandbox_cls = importlib.import_module("opensandbox").Sandbox
-    sandbox = await sandbox_cls.create("python:3.11", connection_config=mock.connection_config(url))
+    config_cls = importlib.import_module("opensandbox.config").ConnectionConfig
+    config = config_cls(domain=url.removeprefix("http://"), api_key=API_KEY, protocol="http")
+    sandbox = await sandbox_cls.create("python:3.11", connection_config=config)
     try:
         for _ in range(5):
             await sandbox.commands.run("echo hi")
@@ -74,24 +78,67 @@ def bare_app() -> Starlette:
     return Starlette(routes=[Route("/v1/sandboxes/{sid}", sandbox)])
 
 
+@contextlib.contextmanager
+def served(kind: str) -> Iterator[str]:
+    """Serve the mock (``kind="mock"``) or the bare app in a child process; yield its URL.
+
+    A separate process keeps the SDK's event loop and the server from sharing one interpreter lock,
+    which is how a deployed mock runs.
+    """
+    child = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--serve", kind],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError(f"the {kind} server did not start")
+        yield url
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=10)
+
+
+def serve_forever(kind: str) -> int:
+    """Serve ``kind`` on a free loopback port, print the URL, and stop when stdin closes."""
+    app = OpenSandboxMock(seed=1, api_key=API_KEY).app if kind == "mock" else bare_app()
+    with MockServer(app, timeout_keep_alive=30.0) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+    return 0
+
+
+def create_sandbox(url: str) -> str:
+    """Create a sandbox over HTTP and return its id."""
+    body = {"image": {"uri": "bench"}, "entrypoint": ["sh"], "resourceLimits": {}}
+    response = httpx.post(f"{url}/v1/sandboxes", json=body, headers={"OPEN-SANDBOX-API-KEY": API_KEY})
+    response.raise_for_status()
+    return str(response.json()["id"])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the figures."""
     parser = argparse.ArgumentParser(prog="bench/opensandbox.py")
     parser.add_argument("--smoke", action="store_true", help="a short run (under 5 s)")
+    parser.add_argument("--serve", choices=["mock", "bare"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     # Run as a script, this file's folder leads sys.path and its name would shadow the SDK package.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    if args.serve:
+        return serve_forever(args.serve)
     runs, gets = (40, 300) if args.smoke else (300, 3000)
     os.environ["OPENSANDBOX_DISABLE_METRICS"] = "1"
-    mock = OpenSandboxMock(seed=1, api_key=API_KEY)
-    with mock.server(timeout_keep_alive=30.0) as srv:
-        samples = asyncio.run(command_latencies(srv.url, mock, runs))
-        spec = parse_create({"image": {"uri": "bench"}, "entrypoint": ["sh"], "resourceLimits": {}})
-        sandbox_id = mock.state.create("default", spec).id
-        mock_rps = requests_per_second(srv.url, f"/v1/sandboxes/{sandbox_id}", gets, {"OPEN-SANDBOX-API-KEY": API_KEY})
-    with MockServer(bare_app(), timeout_keep_alive=30.0) as bare:
-        bare_rps = requests_per_second(bare.url, f"/v1/sandboxes/{sandbox_id}", gets, {})
+    with served("mock") as url:
+        samples = asyncio.run(command_latencies(url, runs))
+        sandbox_id = create_sandbox(url)
+        mock_rps = requests_per_second(url, f"/v1/sandboxes/{sandbox_id}", gets, {"OPEN-SANDBOX-API-KEY": API_KEY})
+    with served("bare") as url:
+        bare_rps = requests_per_second(url, f"/v1/sandboxes/{sandbox_id}", gets, {})
     p50, p95 = percentile(samples, 0.5) * 1000, percentile(samples, 0.95) * 1000
     print(
         f"opensandbox commands.run('echo hi') via SDK over loopback: n={len(samples)} "

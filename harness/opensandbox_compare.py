@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.machine_common import ContractViolation
+from harness.machine_common import diff as _diff
 from mockserver.core import ApiError
 
 __all__ = [
@@ -30,14 +32,6 @@ __all__ = [
 
 #: Sentinel for "not checked" (an expected body) or "not sent" (a request body).
 ANY: Any = object()
-
-
-class ContractViolation(AssertionError):
-    """Raise when the target's answer differs from the model's prediction; ``rule`` names the step."""
-
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(f"[{rule}] {message}")
-        self.rule = rule
 
 
 @dataclass(frozen=True)
@@ -145,26 +139,4 @@ def normalise_list(body: Any, id_of: Callable[[str], str]) -> Any:
 
 def diff(expected: Any, actual: Any, tolerance: float, path: str = "$") -> str | None:
     """Return where ``actual`` first differs from ``expected`` (floats within ``tolerance``), or None."""
-    if isinstance(expected, float) and isinstance(actual, float) and not isinstance(actual, bool):
-        return None if abs(expected - actual) <= tolerance else f"{path}: expected {expected!r}, got {actual!r}"
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        missing = sorted(set(expected) - set(actual))
-        extra = sorted(set(actual) - set(expected))
-        if missing or extra:
-            return f"{path}: keys differ (missing {missing}, unexpected {extra})"
-        for key in expected:
-            found = diff(expected[key], actual[key], tolerance, f"{path}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(expected, list) and isinstance(actual, list):
-        if len(expected) != len(actual):
-            return f"{path}: expected {len(expected)} items, got {len(actual)}"
-        for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
-            found = diff(want, got, tolerance, f"{path}[{index}]")
-            if found:
-                return found
-        return None
-    if type(expected) is not type(actual) or expected != actual:
-        return f"{path}: expected {expected!r}, got {actual!r}"
-    return None
+    return _diff(expected, actual, path, tolerance=tolerance, count_items=True)

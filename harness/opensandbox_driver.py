@@ -9,7 +9,6 @@ machine class with a known seed and adds the replay line to a failure.
 from __future__ import annotations
 
 import json
-import random
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,10 +17,10 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+from hypothesis import settings
+from hypothesis.stateful import RuleBasedStateMachine
 
+from harness.machine_common import Handle, derive_settings, json_body, run_seeded, when_enabled
 from harness.opensandbox_compare import ANY, ContractViolation, Expected, diff
 from harness.opensandbox_oracle import Oracle
 from mockserver.core import AdminClient, VirtualClock
@@ -77,16 +76,9 @@ ADMIN_RULES = frozenset({"inject_fault", "advance_clock"})
 EGRESS_RULES = frozenset({"create_with_policy", "egress_get", "egress_patch", "egress_delete", "egress_probe"})
 
 
-@dataclass
-class SandboxHandle:
+@dataclass(repr=False)
+class SandboxHandle(Handle):
     """A sandbox the machine created: its id on the target and in the model."""
-
-    alias: str
-    target_id: str
-    model_id: str
-
-    def __repr__(self) -> str:
-        return self.alias
 
 
 @dataclass(frozen=True)
@@ -106,11 +98,6 @@ class MachineConfig:
         if name in ADMIN_RULES and self.admin is None:
             return False
         return name in self.rules and (self.egress or name not in EGRESS_RULES)
-
-
-def when_enabled(name: str) -> Callable[[Any], bool]:
-    """Return a precondition enabling a rule when the machine's config lists it."""
-    return lambda machine: bool(machine.config.enabled(name))
 
 
 @dataclass
@@ -210,12 +197,7 @@ class MachineBase(RuleBasedStateMachine):
             raise ContractViolation(
                 rule, f"{where} -> {status}, the model says {expected.status}: {response.text[:200]!r}"
             )
-        data: Any = None
-        if response.content and "json" in response.headers.get("content-type", ""):
-            try:
-                data = response.json()
-            except ValueError:
-                data = None
+        data = json_body(response)
         if expected.code is not None:
             got = data.get("code") if isinstance(data, dict) else None
             if got != expected.code:
@@ -263,20 +245,7 @@ def machine_settings(
 
     Steps default to 10 for small budgets (≤ 100 examples, e.g. ``ci``) and 40 above (``thorough``).
     """
-    parent = base if base is not None else settings()
-    examples = max_examples if max_examples is not None else parent.max_examples
-    dropped = (Phase.explain,) if shrink else (Phase.shrink, Phase.explain)
-    phases = tuple(p for p in parent.phases if p not in dropped)
-    return settings(
-        parent,
-        max_examples=examples,
-        stateful_step_count=steps if steps is not None else (10 if examples <= 100 else 40),
-        deadline=None,
-        print_blob=True,
-        report_multiple_bugs=False,
-        phases=phases,
-        suppress_health_check=[*parent.suppress_health_check, HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
+    return derive_settings(base, max_examples=max_examples, steps=steps, shrink=shrink, long_steps=40)
 
 
 def run_machine(
@@ -291,21 +260,13 @@ def run_machine(
     The seed is ``seed``, else pytest's ``--hypothesis-seed``, else a fresh random one (unless the settings
     derandomize). ``replay`` is the command line that reruns the test (the seed option is appended).
     """
-    from hypothesis import core
 
-    chosen = settings or machine_settings()
-    used = seed if seed is not None else core.global_force_seed
-    if used is None and not chosen.derandomize:
-        used = random.getrandbits(32)
-    factory: type[MachineBase] = hypothesis_seed(used)(machine) if used is not None else machine
-    try:
-        run_state_machine_as_test(factory, settings=chosen)
-    except BaseException as exc:
-        if used is not None:
-            command = f"{replay} --hypothesis-seed={used}".strip() if replay else f"--hypothesis-seed={used}"
-            exc.add_note(
-                f"sandproof: Hypothesis seed {used}. Replay the same run with: {command} "
-                "(or paste the @reproduce_failure decorator printed above onto the machine class; "
-                "see docs/opensandbox-contract.md)."
-            )
-        raise
+    def note(used: int) -> str:
+        command = f"{replay} --hypothesis-seed={used}".strip() if replay else f"--hypothesis-seed={used}"
+        return (
+            f"sandproof: Hypothesis seed {used}. Replay the same run with: {command} "
+            "(or paste the @reproduce_failure decorator printed above onto the machine class; "
+            "see docs/opensandbox-contract.md)."
+        )
+
+    run_seeded(machine, settings or machine_settings(), seed, note)

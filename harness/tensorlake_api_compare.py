@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.tensorlake import NetworkConfig, PolicyError
+from harness.machine_common import ContractViolation
+from harness.machine_common import diff as _diff
 from mockserver.core import ApiError
 from mockserver.tensorlake.records import STATUSES
 
@@ -35,14 +37,6 @@ Json = dict[str, Any]
 URL_KEYS = frozenset({"sandbox_url", "ingress_endpoint"})
 CORE_KEYS = ("id", "status", "name", "network_policy", "exposed_ports", "allow_unauthenticated_access", "auto_resume")
 POLICY_KEYS = frozenset({"allow_internet_access", "allow_out", "deny_out"})
-
-
-class ContractViolation(AssertionError):
-    """Raise when the target's answer differs from the model's prediction; ``rule`` names the step."""
-
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(f"[{rule}] {message}")
-        self.rule = rule
 
 
 #: The "not given" sentinel: an unchecked body, a request without one.
@@ -127,24 +121,4 @@ def info_shape_problem(data: Any) -> str | None:
 
 def diff(expected: Any, actual: Any, path: str = "$") -> str | None:
     """Return where ``actual`` first differs from ``expected``, or None."""
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        missing = sorted(set(expected) - set(actual))
-        extra = sorted(set(actual) - set(expected))
-        if missing or extra:
-            return f"{path}: keys differ (missing {missing}, unexpected {extra})"
-        for key in expected:
-            found = diff(expected[key], actual[key], f"{path}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(expected, list) and isinstance(actual, list):
-        if len(expected) != len(actual):
-            return f"{path}: expected {expected!r}, got {actual!r}"
-        for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
-            found = diff(want, got, f"{path}[{index}]")
-            if found:
-                return found
-        return None
-    if type(expected) is not type(actual) or expected != actual:
-        return f"{path}: expected {expected!r}, got {actual!r}"
-    return None
+    return _diff(expected, actual, path)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import httpx
 from hypothesis.stateful import RuleBasedStateMachine
 
+from harness.machine_common import Handle, json_body, when_enabled
 from harness.tensorlake_api_compare import (
     ANY,
     ContractViolation,
@@ -70,17 +71,11 @@ ADMIN_OPERATIONS = frozenset({"faults", "timeouts"})
 ADMIN_RULES = frozenset({"inject_fault", "advance_clock", "set_timings"})
 
 
-@dataclass
-class SandboxHandle:
+@dataclass(repr=False)
+class SandboxHandle(Handle):
     """A sandbox the machine created: its id on the target and in the model, and where its proxy lives."""
 
-    alias: str
-    target_id: str
-    model_id: str
     sandbox_url: str | None = None
-
-    def __repr__(self) -> str:
-        return self.alias
 
 
 @dataclass(frozen=True)
@@ -102,11 +97,6 @@ class MachineConfig:
     def enabled(self, name: str) -> bool:
         """Tell whether the rule runs (admin rules only with the admin API)."""
         return name in self.rules and (name not in ADMIN_RULES or self.admin is not None)
-
-
-def when_enabled(name: str) -> Callable[[Any], bool]:
-    """Return a precondition enabling a rule when the machine's config lists it."""
-    return lambda machine: bool(machine.config.enabled(name))
 
 
 @dataclass
@@ -229,12 +219,7 @@ class MachineBase(RuleBasedStateMachine):
             raise ContractViolation(
                 rule, f"{where} -> {status}, the model says {expected.status}: {response.text[:300]!r}"
             )
-        data: Any = None
-        if response.content and "json" in response.headers.get("content-type", ""):
-            try:
-                data = response.json()
-            except ValueError:
-                data = None
+        data = json_body(response)
         if self.strict and expected.code is not None:
             got = data.get("code") if isinstance(data, dict) else None
             if got != expected.code:

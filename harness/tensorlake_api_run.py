@@ -6,16 +6,13 @@ the runner :func:`harness.mutation.mutation_score` takes for wrong mocks, trying
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterable
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis import settings
 
+from harness.machine_common import derive_settings, run_seeded
 from harness.tensorlake_api_compare import ContractViolation
 from harness.tensorlake_api_driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory, MachineBase
 from mockserver.core import AdminClient, MockCore, MockServer
@@ -45,21 +42,8 @@ def machine_settings(
     database: bool = True,
 ) -> settings:
     """Return settings for a machine run derived from ``base`` (default: the active profile)."""
-    parent = base if base is not None else settings()
-    examples = max_examples if max_examples is not None else parent.max_examples
-    dropped = (Phase.explain,) if shrink else (Phase.shrink, Phase.explain)
-    phases = tuple(p for p in parent.phases if p not in dropped)
-    extra: dict[str, Any] = {} if database else {"database": None}
-    return settings(
-        parent,
-        max_examples=examples,
-        stateful_step_count=steps if steps is not None else (10 if examples <= 100 else 30),
-        deadline=None,
-        print_blob=True,
-        report_multiple_bugs=False,
-        phases=phases,
-        suppress_health_check=[*parent.suppress_health_check, HealthCheck.too_slow, HealthCheck.filter_too_much],
-        **extra,
+    return derive_settings(
+        base, max_examples=max_examples, steps=steps, shrink=shrink, long_steps=30, database=database
     )
 
 
@@ -70,25 +54,13 @@ def run_machine(
     seed: int | None = None,
     replay: str = "",
 ) -> None:
-    """Run ``machine`` with a known seed; on failure note the seed and the command that replays it.
+    """Run ``machine`` with a known seed (see :func:`run_seeded`); on failure note it and the ``replay`` command."""
 
-    The seed is ``seed``, else pytest's ``--hypothesis-seed``, else a fresh random one (unless the settings
-    derandomize). ``replay`` is the command line that reruns the test (the seed option is appended).
-    """
-    from hypothesis import core
+    def note(used: int) -> str:
+        command = f"{replay} --hypothesis-seed={used}".strip()
+        return f"TensorLake contract machine {machine.__name__}: seed {used}; replay with: {command}"
 
-    chosen = settings or machine_settings()
-    used = seed if seed is not None else core.global_force_seed
-    if used is None and not chosen.derandomize:
-        used = random.getrandbits(32)
-    factory: type[MachineBase] = hypothesis_seed(used)(machine) if used is not None else machine
-    try:
-        run_state_machine_as_test(factory, settings=chosen)
-    except BaseException as exc:
-        if used is not None:
-            command = f"{replay} --hypothesis-seed={used}".strip()
-            exc.add_note(f"TensorLake contract machine {machine.__name__}: seed {used}; replay with: {command}")
-        raise
+    run_seeded(machine, settings or machine_settings(), seed, note)
 
 
 def check_mock(

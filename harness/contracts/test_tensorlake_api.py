@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import pytest
 from hypothesis import settings
 
+from harness.machine_common import admin_session, contract_params
 from harness.targets import Target
 from harness.tensorlake_machine import (
     ADMIN_OPERATIONS,
@@ -49,16 +49,7 @@ def _examples(operation: str) -> int:
 
 def _params() -> list[object]:
     """Return one parameter per rule group, marked with its report operation and needs."""
-    return [
-        pytest.param(
-            operation,
-            marks=pytest.mark.contract(
-                PROVIDER, operation, requires=("api", "admin") if operation in ADMIN_OPERATIONS else ("api",)
-            ),
-            id=operation,
-        )
-        for operation in OPERATIONS
-    ]
+    return contract_params(PROVIDER, OPERATIONS, ADMIN_OPERATIONS)
 
 
 def lifecycle_url(target: Target) -> str:
@@ -74,20 +65,7 @@ def lifecycle_url(target: Target) -> str:
 @pytest.fixture
 def admin(sandproof_target: Target) -> Iterator[AdminClient | None]:
     """Yield the target's admin client (None without the admin API), restoring its clock mode and state after."""
-    if not sandproof_target.admin_available(PROVIDER):
-        yield None
-        return
-    client = sandproof_target.admin_client(PROVIDER)
-    url = sandproof_target.url(PROVIDER)
-    mode = httpx.get(f"{url}/_mock/clock", timeout=10).json().get("mode", "auto")
-    try:
-        yield client
-    finally:
-        try:
-            client.reset()
-            client.set_clock_mode(mode)
-        finally:
-            client.close()
+    yield from admin_session(sandproof_target, PROVIDER)
 
 
 @pytest.mark.parametrize("operation", _params())

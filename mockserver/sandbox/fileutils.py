@@ -6,11 +6,14 @@ import fnmatch
 import re
 import stat as stat_module
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 from .builtins import UsageError, parse_opts
 from .filesystem import FileInfo, FsError, normpath
 from .steps import Exit, Handler, Invocation, Step, err, fail, out
+
+_T = TypeVar("_T")
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
@@ -42,6 +45,20 @@ def _render(inv: Invocation, entries: list[tuple[str, FileInfo]], long: bool, to
     width = max([len(str(info.size)) for _, info in entries] + [1])
     header = f"total {sum(_blocks(info) for _, info in entries)}\n" if total else ""
     return header + "".join(_long_line(inv, info, name, width) for name, info in entries)
+
+
+def _apply(items: Iterable[_T], act: Callable[[_T], str | None], fault: Callable[[_T, FsError], str]) -> Iterator[Step]:
+    """Run ``act`` on each item, reporting its problem (or ``fault``'s words for an FsError); exit 1 if any."""
+    code = 0
+    for item in items:
+        try:
+            problem = act(item)
+        except FsError as exc:
+            problem = fault(item, exc)
+        if problem is not None:
+            yield err(problem + "\n")
+            code = 1
+    yield Exit(code)
 
 
 def ls(inv: Invocation) -> Iterator[Step]:
@@ -87,32 +104,26 @@ def mkdir(inv: Invocation) -> Iterator[Step]:
     if not operands:
         yield from fail("mkdir: missing operand", 1)
         return
-    code = 0
-    for name in operands:
-        try:
-            path = inv.path(name)
-            if "p" in flags and inv.fs.exists(path) and not inv.fs.is_dir(path):
-                raise FsError("exists", path)
-            inv.fs.mkdir(path, mode, parents="p" in flags)
-        except FsError as exc:
-            yield err(f"mkdir: cannot create directory '{name}': {exc.strerror}\n")
-            code = 1
-    yield Exit(code)
+
+    def make(name: str) -> None:
+        path = inv.path(name)
+        if "p" in flags and inv.fs.exists(path) and not inv.fs.is_dir(path):
+            raise FsError("exists", path)
+        inv.fs.mkdir(path, mode, parents="p" in flags)
+
+    yield from _apply(operands, make, lambda name, exc: f"mkdir: cannot create directory '{name}': {exc.strerror}")
 
 
 def rmdir(inv: Invocation) -> Iterator[Step]:
     """Remove empty directories."""
-    code = 0
-    for name in inv.args:
-        try:
-            path = inv.path(name)
-            if not inv.fs.stat(path).is_dir:
-                raise FsError("not_a_directory", path)
-            inv.fs.remove(path)
-        except FsError as exc:
-            yield err(f"rmdir: failed to remove '{name}': {exc.strerror}\n")
-            code = 1
-    yield Exit(code)
+
+    def remove(name: str) -> None:
+        path = inv.path(name)
+        if not inv.fs.stat(path).is_dir:
+            raise FsError("not_a_directory", path)
+        inv.fs.remove(path)
+
+    yield from _apply(inv.args, remove, lambda name, exc: f"rmdir: failed to remove '{name}': {exc.strerror}")
 
 
 def rm(inv: Invocation) -> Iterator[Step]:
@@ -153,17 +164,13 @@ def touch(inv: Invocation) -> Iterator[Step]:
     except UsageError as exc:
         yield from fail(f"touch: {exc}", 1)
         return
-    code = 0
-    for name in operands:
-        try:
-            path = inv.path(name)
-            if inv.fs.is_dir(path) or ("c" in flags and not inv.fs.exists(path)):
-                continue
+
+    def bump(name: str) -> None:
+        path = inv.path(name)
+        if not (inv.fs.is_dir(path) or ("c" in flags and not inv.fs.exists(path))):
             inv.fs.write(path, b"", append=True)
-        except FsError as exc:
-            yield err(f"touch: cannot touch '{name}': {exc.strerror}\n")
-            code = 1
-    yield Exit(code)
+
+    yield from _apply(operands, bump, lambda name, exc: f"touch: cannot touch '{name}': {exc.strerror}")
 
 
 def _copy(inv: Invocation, src: str, dst: str) -> None:
@@ -199,56 +206,62 @@ def _targets(inv: Invocation, name: str, operands: list[str]) -> Iterator[tuple[
     return pairs()
 
 
-def cp(inv: Invocation) -> Iterator[Step]:
-    """Copy files (-r/-R/-a for directories)."""
+_Pair = tuple[str, str, str]
+
+
+def _transfer(
+    inv: Invocation,
+    name: str,
+    spec: str,
+    act: Callable[[set[str], _Pair], str | None],
+    fault: Callable[[_Pair, FsError], str],
+) -> Iterator[Step]:
+    """Parse a cp/mv command line and run ``act`` on each (source, source path, destination path)."""
     try:
-        flags, _, operands = parse_opts(inv.args, "rRafpv")
+        flags, _, operands = parse_opts(inv.args, spec)
     except UsageError as exc:
-        yield from fail(f"cp: {exc}", 1)
+        yield from fail(f"{name}: {exc}", 1)
         return
-    pairs = _targets(inv, "cp", operands)
+    pairs = _targets(inv, name, operands)
     if isinstance(pairs, str):
         yield from fail(pairs, 1)
         return
-    code = 0
-    for src, src_path, dst_path in pairs:
-        try:
-            if inv.fs.stat(src_path).is_dir and not flags & {"r", "R", "a"}:
-                yield err(f"cp: -r not specified; omitting directory '{src}'\n")
-                code = 1
-                continue
-            _copy(inv, src_path, dst_path)
-        except FsError as exc:
-            verb = "stat" if exc.code == "not_found" and not inv.fs.exists(src_path) else "copy"
-            target = f"'{src}'" if verb == "stat" else f"'{src}' to '{dst_path}'"
-            yield err(f"cp: cannot {verb} {target}: {exc.strerror}\n")
-            code = 1
-    yield Exit(code)
+    yield from _apply(pairs, lambda pair: act(flags, pair), fault)
+
+
+def cp(inv: Invocation) -> Iterator[Step]:
+    """Copy files (-r/-R/-a for directories)."""
+
+    def copy(flags: set[str], pair: _Pair) -> str | None:
+        src, src_path, dst_path = pair
+        if inv.fs.stat(src_path).is_dir and not flags & {"r", "R", "a"}:
+            return f"cp: -r not specified; omitting directory '{src}'"
+        _copy(inv, src_path, dst_path)
+        return None
+
+    def fault(pair: _Pair, exc: FsError) -> str:
+        src, src_path, dst_path = pair
+        verb = "stat" if exc.code == "not_found" and not inv.fs.exists(src_path) else "copy"
+        target = f"'{src}'" if verb == "stat" else f"'{src}' to '{dst_path}'"
+        return f"cp: cannot {verb} {target}: {exc.strerror}"
+
+    yield from _transfer(inv, "cp", "rRafpv", copy, fault)
 
 
 def mv(inv: Invocation) -> Iterator[Step]:
     """Move or rename files and directories."""
-    try:
-        _, _, operands = parse_opts(inv.args, "fvin")
-    except UsageError as exc:
-        yield from fail(f"mv: {exc}", 1)
-        return
-    pairs = _targets(inv, "mv", operands)
-    if isinstance(pairs, str):
-        yield from fail(pairs, 1)
-        return
-    code = 0
-    for src, src_path, dst_path in pairs:
-        try:
-            if not inv.fs.exists(src_path):
-                yield err(f"mv: cannot stat '{src}': No such file or directory\n")
-                code = 1
-                continue
-            inv.fs.move(src_path, dst_path)
-        except FsError as exc:
-            yield err(f"mv: cannot move '{src}' to '{dst_path}': {exc.strerror}\n")
-            code = 1
-    yield Exit(code)
+
+    def move(_flags: set[str], pair: _Pair) -> str | None:
+        src, src_path, dst_path = pair
+        if not inv.fs.exists(src_path):
+            return f"mv: cannot stat '{src}': No such file or directory"
+        inv.fs.move(src_path, dst_path)
+        return None
+
+    def fault(pair: _Pair, exc: FsError) -> str:
+        return f"mv: cannot move '{pair[0]}' to '{pair[2]}': {exc.strerror}"
+
+    yield from _transfer(inv, "mv", "fvin", move, fault)
 
 
 def apply_mode(current: int, spec: str, is_dir: bool) -> int:

@@ -1,0 +1,185 @@
+"""What the OpenSandbox and TensorLake API machines share: handles, violations, diffs, settings and seeded runs.
+
+Each machine's driver keeps its own defaults (step counts, replay notes) and calls these helpers; the contract
+test modules use :func:`contract_params` and :func:`admin_session` for their parameters and admin fixture.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+
+if TYPE_CHECKING:
+    from harness.targets import Target
+    from mockserver.core import AdminClient
+
+__all__ = [
+    "ContractViolation",
+    "Handle",
+    "admin_session",
+    "contract_params",
+    "derive_settings",
+    "diff",
+    "json_body",
+    "run_seeded",
+    "when_enabled",
+]
+
+
+class ContractViolation(AssertionError):
+    """Raise when the target's answer differs from the model's prediction; ``rule`` names the step."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"[{rule}] {message}")
+        self.rule = rule
+
+
+@dataclass(repr=False)
+class Handle:
+    """A sandbox a machine created: its id on the target and in the model; shown by its alias."""
+
+    alias: str
+    target_id: str
+    model_id: str
+
+    def __repr__(self) -> str:
+        return self.alias
+
+
+def when_enabled(name: str) -> Callable[[Any], bool]:
+    """Return a precondition enabling a rule when the machine's config lists it."""
+    return lambda machine: bool(machine.config.enabled(name))
+
+
+def json_body(response: httpx.Response) -> Any:
+    """Return the answer's parsed JSON body, or None when it is empty, not JSON or malformed."""
+    if response.content and "json" in response.headers.get("content-type", ""):
+        try:
+            return response.json()
+        except ValueError:
+            return None
+    return None
+
+
+def diff(
+    expected: Any, actual: Any, path: str = "$", *, tolerance: float | None = None, count_items: bool = False
+) -> str | None:
+    """Return where ``actual`` first differs from ``expected``, or None.
+
+    With ``tolerance`` floats match within it; with ``count_items`` a length mismatch names the item counts.
+    """
+    if tolerance is not None and isinstance(expected, float) and isinstance(actual, float):
+        return None if abs(expected - actual) <= tolerance else f"{path}: expected {expected!r}, got {actual!r}"
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        missing = sorted(set(expected) - set(actual))
+        extra = sorted(set(actual) - set(expected))
+        if missing or extra:
+            return f"{path}: keys differ (missing {missing}, unexpected {extra})"
+        for key in expected:
+            found = diff(expected[key], actual[key], f"{path}.{key}", tolerance=tolerance, count_items=count_items)
+            if found:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(expected) != len(actual):
+            if count_items:
+                return f"{path}: expected {len(expected)} items, got {len(actual)}"
+            return f"{path}: expected {expected!r}, got {actual!r}"
+        for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
+            found = diff(want, got, f"{path}[{index}]", tolerance=tolerance, count_items=count_items)
+            if found:
+                return found
+        return None
+    if type(expected) is not type(actual) or expected != actual:
+        return f"{path}: expected {expected!r}, got {actual!r}"
+    return None
+
+
+def derive_settings(
+    base: settings | None,
+    *,
+    max_examples: int | None,
+    steps: int | None,
+    shrink: bool,
+    long_steps: int,
+    database: bool = True,
+) -> settings:
+    """Return machine-run settings from ``base``: 10 steps up to 100 examples, else ``long_steps``."""
+    parent = base if base is not None else settings()
+    examples = max_examples if max_examples is not None else parent.max_examples
+    dropped = (Phase.explain,) if shrink else (Phase.shrink, Phase.explain)
+    phases = tuple(p for p in parent.phases if p not in dropped)
+    extra: dict[str, Any] = {} if database else {"database": None}
+    return settings(
+        parent,
+        max_examples=examples,
+        stateful_step_count=steps if steps is not None else (10 if examples <= 100 else long_steps),
+        deadline=None,
+        print_blob=True,
+        report_multiple_bugs=False,
+        phases=phases,
+        suppress_health_check=[*parent.suppress_health_check, HealthCheck.too_slow, HealthCheck.filter_too_much],
+        **extra,
+    )
+
+
+def run_seeded(
+    machine: type[RuleBasedStateMachine], chosen: settings, seed: int | None, note: Callable[[int], str]
+) -> None:
+    """Run ``machine`` as a test with a known seed; on failure add ``note(seed)`` to the exception.
+
+    The seed is ``seed``, else pytest's ``--hypothesis-seed``, else a fresh random one (unless the settings
+    derandomize).
+    """
+    from hypothesis import core
+
+    used = seed if seed is not None else core.global_force_seed
+    if used is None and not chosen.derandomize:
+        used = random.getrandbits(32)
+    factory = hypothesis_seed(used)(machine) if used is not None else machine
+    try:
+        run_state_machine_as_test(factory, settings=chosen)
+    except BaseException as exc:
+        if used is not None:
+            exc.add_note(note(used))
+        raise
+
+
+def contract_params(provider: str, operations: Iterable[str], admin_operations: frozenset[str]) -> list[object]:
+    """Return one pytest parameter per rule group, marked with its report operation and needs."""
+    return [
+        pytest.param(
+            operation,
+            marks=pytest.mark.contract(
+                provider, operation, requires=("api", "admin") if operation in admin_operations else ("api",)
+            ),
+            id=operation,
+        )
+        for operation in operations
+    ]
+
+
+def admin_session(target: Target, provider: str) -> Iterator[AdminClient | None]:
+    """Yield the target's admin client (None without the admin API), restoring its clock mode and state after."""
+    if not target.admin_available(provider):
+        yield None
+        return
+    client = target.admin_client(provider)
+    url = target.url(provider)
+    mode = httpx.get(f"{url}/_mock/clock", timeout=10).json().get("mode", "auto")
+    try:
+        yield client
+    finally:
+        try:
+            client.reset()
+            client.set_clock_mode(mode)
+        finally:
+            client.close()

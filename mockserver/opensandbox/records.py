@@ -1,0 +1,289 @@
+"""OpenSandbox records without HTTP: a sandbox, its execd commands and snapshots, and their JSON bodies."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.opensandbox import NetworkPolicy
+from mockserver.sandbox.filesystem import FileSystem
+
+from .profiles import DOCKER
+from .spec import CreateSpec, iso
+
+#: Extension keys the real server stores as annotation-backed labels and so echoes back.
+ECHOED_EXTENSION_PREFIX = "opensandbox.extensions."
+
+
+@dataclass
+class CommandRecord:
+    """One execd command: its status record and (for background runs) its combined log."""
+
+    id: str
+    content: str
+    background: bool
+    started_at: float
+    running: bool = True
+    exit_code: int | None = None
+    error: str | None = None
+    finished_at: float | None = None
+    output: bytearray = field(default_factory=bytearray)
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+
+    def finish(self, exit_code: int, error: str | None, now: float) -> None:
+        """Record the end of the command."""
+        if not self.running:
+            return
+        self.running = False
+        self.exit_code = exit_code
+        self.error = error
+        self.finished_at = now
+
+    def status_json(self) -> dict[str, Any]:
+        """Return the execd ``CommandStatusResponse``."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "content": self.content,
+            "running": self.running,
+            "exit_code": self.exit_code,
+            "started_at": iso(self.started_at),
+            "finished_at": None if self.finished_at is None else iso(self.finished_at),
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    def cancel(self) -> None:
+        """Stop the command's task, wherever its event loop runs."""
+        task, loop = self.task, self.loop
+        if task is None or task.done() or loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            task.cancel()
+        else:
+            loop.call_soon_threadsafe(task.cancel)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the record for a state snapshot."""
+        return {
+            "id": self.id,
+            "content": self.content,
+            "background": self.background,
+            "started_at": self.started_at,
+            "running": self.running,
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "finished_at": self.finished_at,
+            "output": self.output.decode("utf-8", "replace"),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CommandRecord:
+        """Rebuild a record; one that was running is restored as killed."""
+        rec = cls(str(data["id"]), str(data["content"]), bool(data["background"]), float(data["started_at"]))
+        rec.output = bytearray(str(data.get("output", "")).encode())
+        if data.get("running"):
+            rec.finish(-1, "signal: killed", float(data["started_at"]))
+        else:
+            rec.running = False
+            rec.exit_code = data.get("exit_code")
+            rec.error = data.get("error")
+            rec.finished_at = data.get("finished_at")
+        return rec
+
+
+@dataclass
+class SandboxRecord:
+    """One sandbox: its lifecycle state, spec, filesystem, policy and execd state."""
+
+    id: str
+    tenant: str
+    created_at: float
+    spec: CreateSpec
+    fs: FileSystem
+    state: str = "Running"
+    reason: str = ""
+    message: str = ""
+    last_transition_at: float = 0.0
+    expires_at: float | None = None
+    pending: tuple[str, float] | None = None
+    policy: NetworkPolicy | None = None
+    has_sidecar: bool = False
+    commands: dict[str, CommandRecord] = field(default_factory=dict)
+    sessions: dict[str, str] = field(default_factory=dict)
+    oom_on_next_exec: bool = False
+
+    def set_state(self, state: str, reason: str, message: str, now: float) -> None:
+        """Move to ``state`` and stamp the transition."""
+        self.state, self.reason, self.message, self.last_transition_at = state, reason, message, now
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the lifecycle ``Sandbox`` body (null fields omitted)."""
+        out: dict[str, Any] = {"id": self.id}
+        if self.spec.image is not None:
+            out["image"] = self.spec.image
+        if self.spec.snapshot_id:
+            out["snapshotId"] = self.spec.snapshot_id
+        if self.spec.platform:
+            out["platform"] = self.spec.platform
+        out["status"] = self.status_json()
+        if self.spec.metadata:
+            out["metadata"] = dict(self.spec.metadata)
+        echoed = {k: v for k, v in self.spec.extensions.items() if k.startswith(ECHOED_EXTENSION_PREFIX)}
+        if echoed:
+            out["extensions"] = echoed
+        out["entrypoint"] = list(self.spec.entrypoint)
+        if self.expires_at is not None:
+            out["expiresAt"] = iso(self.expires_at)
+        out["createdAt"] = iso(self.created_at)
+        return out
+
+    def create_response(self) -> dict[str, Any]:
+        """Return the ``CreateSandboxResponse`` body: a request's ``metadata`` echoed, a fresh container "started"."""
+        full = self.to_json()
+        if self.spec.echo_metadata:
+            full["metadata"] = dict(self.spec.metadata)
+        if (self.reason, self.message) == DOCKER.running_status():
+            full["status"]["message"] = DOCKER.running_status(created=True)[1]
+        keys = ("id", "status", "metadata", "extensions", "platform", "expiresAt", "createdAt", "entrypoint")
+        return {k: full[k] for k in keys if k in full}
+
+    def status_json(self) -> dict[str, Any]:
+        """Return the ``SandboxStatus`` body."""
+        return {
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "lastTransitionAt": iso(self.last_transition_at),
+        }
+
+    def cancel_commands(self) -> None:
+        """Stop every running command."""
+        for cmd in self.commands.values():
+            cmd.cancel()
+
+    def dump(self) -> dict[str, Any]:
+        """Return the sandbox for a state snapshot."""
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "created_at": self.created_at,
+            "spec": {
+                "image": self.spec.image,
+                "snapshot_id": self.spec.snapshot_id,
+                "timeout": self.spec.timeout,
+                "entrypoint": self.spec.entrypoint,
+                "env": self.spec.env,
+                "metadata": self.spec.metadata,
+                "resource_limits": self.spec.resource_limits,
+                "extensions": self.spec.extensions,
+                "platform": self.spec.platform,
+                "policy": None if self.spec.policy is None else self.spec.policy.to_json(),
+            },
+            "fs": self.fs.dump(),
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "last_transition_at": self.last_transition_at,
+            "expires_at": self.expires_at,
+            "pending": list(self.pending) if self.pending else None,
+            "policy": None if self.policy is None else self.policy.to_json(),
+            "has_sidecar": self.has_sidecar,
+            "commands": [c.to_json() for c in self.commands.values()],
+            "sessions": dict(self.sessions),
+            "oom_on_next_exec": self.oom_on_next_exec,
+        }
+
+    @classmethod
+    def load(cls, data: dict[str, Any], now: Callable[[], float]) -> SandboxRecord:
+        """Rebuild a sandbox from :meth:`dump` output."""
+        s = data["spec"]
+        spec = CreateSpec(
+            image=s["image"],
+            snapshot_id=s["snapshot_id"],
+            timeout=s["timeout"],
+            entrypoint=list(s["entrypoint"]),
+            env=dict(s["env"]),
+            metadata=dict(s["metadata"]),
+            resource_limits=dict(s["resource_limits"]),
+            extensions=dict(s["extensions"]),
+            platform=s["platform"],
+            policy=None if s["policy"] is None else NetworkPolicy.from_json(s["policy"]),
+        )
+        pending = data.get("pending")
+        rec = cls(
+            id=str(data["id"]),
+            tenant=str(data["tenant"]),
+            created_at=float(data["created_at"]),
+            spec=spec,
+            fs=FileSystem.load(data["fs"], now=now),
+            state=str(data["state"]),
+            reason=str(data["reason"]),
+            message=str(data["message"]),
+            last_transition_at=float(data["last_transition_at"]),
+            expires_at=data.get("expires_at"),
+            pending=(str(pending[0]), float(pending[1])) if pending else None,
+            policy=None if data.get("policy") is None else NetworkPolicy.from_json(data["policy"]),
+            has_sidecar=bool(data.get("has_sidecar")),
+            sessions=dict(data.get("sessions") or {}),
+            oom_on_next_exec=bool(data.get("oom_on_next_exec")),
+        )
+        rec.commands = {c["id"]: CommandRecord.from_json(c) for c in data.get("commands", [])}
+        return rec
+
+
+@dataclass
+class SnapshotRecord:
+    """A snapshot of a sandbox's filesystem."""
+
+    id: str
+    tenant: str
+    sandbox_id: str
+    name: str | None
+    created_at: float
+    ready_at: float
+    fs: dict[str, Any]
+    image: dict[str, Any] | None
+
+    def to_json(self, now: float) -> dict[str, Any]:
+        """Return the lifecycle ``Snapshot`` body."""
+        ready = now >= self.ready_at
+        out: dict[str, Any] = {"id": self.id, "sandboxId": self.sandbox_id}
+        if self.name:
+            out["name"] = self.name
+        out["status"] = {
+            "state": "Ready" if ready else "Creating",
+            "reason": "SNAPSHOT_READY" if ready else "SNAPSHOT_CREATING",
+            "message": "Snapshot is ready." if ready else "Snapshot is being created.",
+            "lastTransitionAt": iso(self.ready_at if ready else self.created_at),
+        }
+        out["createdAt"] = iso(self.created_at)
+        return out
+
+
+def paginate(items: list[dict[str, Any]], page: int, page_size: int) -> dict[str, Any]:
+    """Return the ``{items, pagination}`` body for one page."""
+    total = len(items)
+    pages = math.ceil(total / page_size) if total else 0
+    start = (page - 1) * page_size
+    return {
+        "items": items[start : start + page_size],
+        "pagination": {
+            "page": page,
+            "pageSize": page_size,
+            "totalItems": total,
+            "totalPages": pages,
+            "hasNextPage": page < pages,
+        },
+    }
+
+
+__all__ = ["ECHOED_EXTENSION_PREFIX", "CommandRecord", "SandboxRecord", "SnapshotRecord", "paginate"]

@@ -8,29 +8,41 @@ Options: ``--sandproof-target=T`` (default ``mock``), ``--sandproof-container``,
 ``--sandproof-provider=P`` (repeatable; run only those providers' contracts).
 Markers: ``contract(provider, operation, requires=("api",))`` and ``sdk(provider, operation=None)``.
 Fixtures: ``sandproof_target``, ``tensorlake_mock``, ``opensandbox_mock``, ``opensandbox_asgi``.
+The per-run state lives in :mod:`harness.plugin_state`, the Hypothesis profiles in
+:mod:`harness.hypothesis_profiles`; their public names are re-exported here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import sys
 import time
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.report import ContractReport, Outcome, shorten
-from harness.targets import CAPABILITIES, PROVIDERS, MockStack, RunningMock, Target, TargetError, parse_target
+from harness.hypothesis_profiles import (
+    HYPOTHESIS_PROFILES,
+    current_profile,
+    load_env_profile,
+    register_hypothesis_profiles,
+)
+from harness.plugin_state import (
+    STATE_KEY,
+    ContractInfo,
+    SandproofState,
+    contract_info,
+    outcome_of,
+    sandproof_state,
+)
+from harness.report import ContractReport
+from harness.targets import PROVIDERS, RunningMock, Target, TargetError, parse_target
 
 if TYPE_CHECKING:
     import httpx
-
-    from mockserver.core import MockCore
 
 __all__ = [
     "HYPOTHESIS_PROFILES",
@@ -40,136 +52,6 @@ __all__ = [
     "register_hypothesis_profiles",
     "sandproof_state",
 ]
-
-#: Hypothesis profiles the plugin registers (unless a profile of that name already exists).
-HYPOTHESIS_PROFILES: dict[str, dict[str, Any]] = {
-    "ci": {"max_examples": 60, "deadline": None},
-    "thorough": {"max_examples": 2000, "deadline": None},
-    "dev": {"max_examples": 20, "deadline": None},
-}
-_SUPPRESSED = ("too_slow", "function_scoped_fixture")
-
-
-@dataclass(frozen=True)
-class ContractInfo:
-    """What a test's ``contract`` or ``sdk`` marker says."""
-
-    provider: str
-    operation: str
-    requires: tuple[str, ...]
-    sdk: bool = False
-
-
-def contract_info(item: pytest.Item) -> ContractInfo | None:
-    """Return the item's contract marker data, or None; raise ValueError when the marker is malformed."""
-    marker = item.get_closest_marker("contract")
-    if marker is not None:
-        args = list(marker.args)
-        provider = args.pop(0) if args else marker.kwargs.get("provider")
-        operation = args.pop(0) if args else marker.kwargs.get("operation")
-        requires: Any = marker.kwargs.get("requires", ("api",))
-        if isinstance(requires, str):
-            requires = (requires,)
-        bad = [r for r in requires if r not in CAPABILITIES]
-        if bad or args:
-            raise ValueError(
-                f"contract marker on {item.nodeid}: requires must be drawn from {', '.join(CAPABILITIES)} "
-                f"(got {tuple(requires)!r}) and no more than two positional arguments"
-            )
-        return _checked(item, "contract", provider, operation, tuple(requires), sdk=False)
-    marker = item.get_closest_marker("sdk")
-    if marker is not None:
-        args = list(marker.args)
-        provider = args.pop(0) if args else marker.kwargs.get("provider")
-        operation = args.pop(0) if args else marker.kwargs.get("operation")
-        if operation is None:
-            operation = getattr(item, "originalname", None) or item.name
-        return _checked(item, "sdk", provider, operation, (), sdk=True)
-    return None
-
-
-def _checked(
-    item: pytest.Item, name: str, provider: object, operation: object, requires: tuple[str, ...], sdk: bool
-) -> ContractInfo:
-    """Validate marker arguments."""
-    if provider not in PROVIDERS:
-        raise ValueError(
-            f"{name} marker on {item.nodeid}: provider must be one of {', '.join(PROVIDERS)}, got {provider!r}"
-        )
-    if not isinstance(operation, str) or not operation.strip():
-        raise ValueError(f"{name} marker on {item.nodeid}: operation must be a non-empty string")
-    return ContractInfo(str(provider), operation.strip(), requires, sdk)
-
-
-# --- per-run state ------------------------------------------------------------------------------------
-
-
-@dataclass
-class SandproofState:
-    """Everything the plugin keeps for one pytest config."""
-
-    target: Target
-    report: ContractReport
-    container: bool = False
-    report_dir: Path | None = None
-    providers: frozenset[str] | None = None
-    junit_source: Path | None = None
-    previous_profile: str | None = None
-    written: list[Path] = field(default_factory=list)
-    last_user: dict[int, str] = field(default_factory=dict)
-    _mocks: MockStack = field(default_factory=MockStack)
-
-    def __post_init__(self) -> None:
-        """Let the in-process ``mock`` target serve the fixtures' mocks."""
-        if self.target.kind == "mock" and not self.container:
-            self.target.configure(mocks=self._mocks)
-
-    def mocks(self) -> MockStack:
-        """Return the run's in-process mock stack (shared by the fixtures and the ``mock`` target)."""
-        return self._mocks
-
-    def note_unknown_fields(self, core: MockCore, source: str | None = None) -> None:
-        """Merge one mock's journaled unknown fields, crediting ``source`` (else the last test that used it)."""
-        if source is None:
-            source = self.last_user.get(id(core))
-        else:
-            self.last_user[id(core)] = source
-        self.report.add_unknown_fields(core.provider, core.journal.unknown_fields(), source=source)
-
-    def collect_unknown_fields(self) -> None:
-        """Merge the unknown request fields every reachable mock has journaled into the report."""
-        seen: set[str] = set()
-        for running in self._mocks.started().values():
-            self.note_unknown_fields(running.admin)
-            seen.add(running.url)
-        if self.target.kind not in ("mock", "url") or not self.target.started:
-            return
-        for provider in PROVIDERS:
-            url = self.target.urls.get(provider)
-            if url is None or url in seen or not self.target.admin_available(provider):
-                continue
-            client = self.target.admin_client(provider)
-            try:
-                self.report.add_unknown_fields(provider, client.unknown_fields())
-            except Exception:
-                continue
-            finally:
-                client.close()
-
-    def close(self) -> None:
-        """Stop the target and the mocks."""
-        try:
-            self.target.stop()
-        finally:
-            self._mocks.close()
-
-
-_STATE = pytest.StashKey[SandproofState]()
-
-
-def sandproof_state(config: pytest.Config) -> SandproofState:
-    """Return the plugin state of a configured pytest run."""
-    return config.stash[_STATE]
 
 
 # --- options, markers, configuration ------------------------------------------------------------------
@@ -206,61 +88,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def register_hypothesis_profiles() -> None:
-    """Register the ``ci``, ``thorough`` and ``dev`` profiles unless profiles of those names exist."""
-    try:
-        from hypothesis import HealthCheck, settings
-        from hypothesis.errors import InvalidArgument
-    except ImportError:
-        return
-    suppressed = [getattr(HealthCheck, name) for name in _SUPPRESSED]
-    for name, values in HYPOTHESIS_PROFILES.items():
-        try:
-            existing = settings.get_profile(name)
-        except InvalidArgument:
-            existing = None
-        if existing is None or _is_builtin_ci(name, existing):
-            settings.register_profile(name, suppress_health_check=suppressed, **values)
-
-
-def _is_builtin_ci(name: str, profile: Any) -> bool:
-    """Tell whether ``profile`` is Hypothesis' own ``ci`` profile (which ours replaces), not a user's."""
-    return (
-        name == "ci"
-        and profile.max_examples == 100
-        and bool(profile.derandomize)
-        and profile.database is None
-        and bool(profile.print_blob)
-    )
-
-
-def _current_profile() -> str | None:
-    """Return the loaded Hypothesis profile's name (None without Hypothesis)."""
-    try:
-        from hypothesis import settings
-    except ImportError:
-        return None
-    return settings.get_current_profile_name()
-
-
-def _load_env_profile(config: pytest.Config) -> None:
-    """Load the profile named by ``HYPOTHESIS_PROFILE`` unless ``--hypothesis-profile`` was given."""
-    name = os.environ.get("HYPOTHESIS_PROFILE", "").strip()
-    try:
-        given = config.getoption("hypothesis_profile", default=None)
-    except ValueError:
-        given = None
-    if not name or given or _current_profile() is None:
-        return
-    from hypothesis import settings
-
-    try:
-        settings.get_profile(name)  # load_profile would switch to an unknown name before failing
-    except Exception as exc:
-        raise pytest.UsageError(f"HYPOTHESIS_PROFILE={name!r}: {exc}") from exc
-    settings.load_profile(name)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Register markers and profiles, parse the target and wire the report directory."""
@@ -273,14 +100,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "sdk(provider, operation=None): a test that drives the provider's real SDK (SDK matrix)"
     )
     register_hypothesis_profiles()
-    previous_profile = _current_profile()
+    previous_profile = current_profile()
     try:
         target = parse_target(config.getoption("sandproof_target"))
         container = bool(config.getoption("sandproof_container"))
         target.configure(container=container)
     except TargetError as exc:
         raise pytest.UsageError(f"--sandproof-target: {exc}") from exc
-    _load_env_profile(config)
+    load_env_profile(config)
     wanted = config.getoption("sandproof_provider")
     state = SandproofState(
         target=target,
@@ -297,12 +124,12 @@ def pytest_configure(config: pytest.Config) -> None:
                 state.junit_source = Path(config.option.xmlpath).resolve()
             else:
                 config.option.xmlpath = str(state.report_dir / "junit.xml")
-    config.stash[_STATE] = state
+    config.stash[STATE_KEY] = state
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Copy a user-chosen JUnit file into the report directory, restore the profile, stop everything."""
-    state = config.stash.get(_STATE, None)
+    state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
     try:
@@ -313,16 +140,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             if destination != state.junit_source:
                 state.report_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(state.junit_source, destination)
-        if state.previous_profile is not None and _current_profile() != state.previous_profile:
+        if state.previous_profile is not None and current_profile() != state.previous_profile:
             from hypothesis import settings
 
             settings.load_profile(state.previous_profile)  # an in-process run must not leak its profile
-        del config.stash[_STATE]
+        del config.stash[STATE_KEY]
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     """Name the target when it is not the default."""
-    state = config.stash.get(_STATE, None)
+    state = config.stash.get(STATE_KEY, None)
     if state is None or (state.target.kind == "mock" and not state.container):
         return None
     return f"sandproof target: {state.target.spec}" + (" (container)" if state.container else "")
@@ -330,7 +157,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Note the Hypothesis profile and start the report clock."""
-    state = session.config.stash.get(_STATE, None)
+    state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
     state.report.started = time.monotonic()
@@ -342,7 +169,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselect providers left out by ``--sandproof-provider``; mark contracts the target cannot serve as skipped."""
-    state = config.stash.get(_STATE, None)
+    state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
     keep: list[pytest.Item] = []
@@ -371,7 +198,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Fail a test whose contract or sdk marker is malformed."""
-    if _STATE not in item.config.stash:
+    if STATE_KEY not in item.config.stash:
         return
     try:
         contract_info(item)
@@ -382,7 +209,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """Count the Hypothesis examples a contract test runs (chained into Hypothesis's statistics hook)."""
-    state = item.config.stash.get(_STATE, None)
+    state = item.config.stash.get(STATE_KEY, None)
     counter = _example_counter(state, item) if state is not None else None
     if counter is None:
         return (yield)
@@ -425,7 +252,7 @@ def _example_counter(state: SandproofState, item: pytest.Item) -> Callable[[Any]
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Fold each phase of a contract test into the report."""
     report: pytest.TestReport = yield
-    state = item.config.stash.get(_STATE, None)
+    state = item.config.stash.get(STATE_KEY, None)
     if state is None:
         return report
     try:
@@ -433,34 +260,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     except ValueError:
         info = None  # pytest reports the malformed marker as an error
     if info is not None:
-        outcome, reason = _outcome(report)
+        outcome, reason = outcome_of(report)
         if outcome is not None:
             state.report.record(item.nodeid, info.provider, info.operation, outcome, reason, report.duration)
     return report
 
 
-def _outcome(report: pytest.TestReport) -> tuple[Outcome | None, str]:
-    """Map one phase report to a report outcome and reason (None for a passing setup or teardown)."""
-    xfail = getattr(report, "wasxfail", None)
-    if xfail is not None:
-        if report.skipped:
-            return "xfailed", f"xfail: {xfail}" if xfail else "xfail"
-        return ("passed", "") if report.when == "call" else (None, "")
-    if report.skipped:
-        longrepr = report.longrepr
-        text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
-        return "skipped", text.removeprefix("Skipped: ")
-    if report.failed:
-        crash = getattr(report.longrepr, "reprcrash", None)
-        message = getattr(crash, "message", None) or report.longreprtext
-        return ("failed" if report.when == "call" else "error"), shorten(str(message))
-    return ("passed", "") if report.when == "call" else (None, "")
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """With a report directory, note the unknown request fields of every mock the test's fixtures hold."""
-    state = item.config.stash.get(_STATE, None)
+    state = item.config.stash.get(STATE_KEY, None)
     if state is None or state.report_dir is None or "mockserver.core" not in sys.modules:
         return
     from mockserver.core import MockCore
@@ -475,7 +284,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Gather unknown request fields, write the report files and stop the target."""
-    state = session.config.stash.get(_STATE, None)
+    state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
     state.report.finish(int(exitstatus))
@@ -488,7 +297,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """Print passed, failed and skipped counts per provider and operation, with reasons."""
-    state = config.stash.get(_STATE, None)
+    state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
     lines = state.report.summary_lines()

@@ -6,24 +6,37 @@ TensorLake service, only with ``TENSORLAKE_API_KEY`` set) and ``policy:MODULE:AT
 network-policy engine). A target offers, per provider, some of three capabilities: ``api`` (a base URL),
 ``admin`` (the ``/_mock`` admin API: faults, clock, journal) and ``engine`` (a policy engine speaking the
 JSON protocol). Contracts declare what they need; the plugin skips the others with the reason.
+
+Engine loading lives in :mod:`harness.engines`, the in-process mocks in :mod:`harness.mock_stack` and the
+shared constants in :mod:`harness.target_common`; their public names are re-exported here.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import os
-import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from harness.engines import ENGINE_METHODS, check_engine, load_engine
+from harness.mock_stack import MOCK_CLASSES, MockStack, RunningMock
+from harness.target_common import (
+    API_KEY_ENV,
+    CAPABILITIES,
+    DEFAULT_API_KEY,
+    PROVIDERS,
+    TENSORLAKE_CLOUD_URL,
+    Capability,
+    TargetError,
+    import_object,
+    sdk_env,
+)
+
 if TYPE_CHECKING:
-    from mockserver.core import AdminClient, MockCore, MockServer
+    from mockserver.core import AdminClient, MockCore
 
 __all__ = [
     "ACCEPTED_FORMS",
@@ -38,18 +51,13 @@ __all__ = [
     "RunningMock",
     "Target",
     "TargetError",
+    "check_engine",
     "load_engine",
     "parse_target",
     "sdk_env",
 ]
 
-PROVIDERS: tuple[str, ...] = ("tensorlake", "opensandbox")
-Capability = Literal["api", "admin", "engine"]
-CAPABILITIES: tuple[Capability, ...] = ("api", "admin", "engine")
 TargetKind = Literal["mock", "url", "cloud", "policy"]
-TENSORLAKE_CLOUD_URL = "https://api.tensorlake.ai"
-DEFAULT_API_KEY = "sandproof-key"
-API_KEY_ENV = {"tensorlake": "TENSORLAKE_API_KEY", "opensandbox": "OPEN_SANDBOX_API_KEY"}
 
 ACCEPTED_FORMS = """accepted --target forms:
   mock                 in-process threaded mocks of both providers (the default)
@@ -58,276 +66,11 @@ ACCEPTED_FORMS = """accepted --target forms:
   tensorlake-cloud     the real TensorLake service; needs TENSORLAKE_API_KEY, skipped without it
   policy:MODULE:ATTR   a network-policy engine object (or class) importable as MODULE.ATTR"""
 
-#: The JSON protocol each engine kind implements: method name → positional arguments it must accept.
-ENGINE_METHODS: dict[str, dict[str, tuple[str, ...]]] = {
-    "tensorlake": {
-        "validate": ("network",),
-        "allows_egress": ("network", "host", "ip"),
-        "allows_dns": ("network", "resolver_ip"),
-        "apply_update": ("current", "patch_body", "resolve"),
-    },
-    "opensandbox": {
-        "validate": ("policy",),
-        "allows_egress": ("policy", "host"),
-        "merge": ("policy", "rules"),
-        "delete": ("policy", "targets"),
-    },
-}
-
-#: Where the in-process mock classes live (first importable wins), imported only when first needed.
-MOCK_CLASSES: dict[str, tuple[str, ...]] = {
-    "tensorlake": ("mockserver.tensorlake:TensorLakeMock", "mockserver.tensorlake.mock:TensorLakeMock"),
-    "opensandbox": ("mockserver.opensandbox:OpenSandboxMock", "mockserver.opensandbox.mock:OpenSandboxMock"),
-}
-
 #: Where the reference policy engines live, used as the ``mock`` target's engines.
 REFERENCE_ENGINES: dict[str, str] = {
     "tensorlake": "contracts.tensorlake_adapter:reference_engine",
     "opensandbox": "contracts.opensandbox_adapter:reference_engine",
 }
-
-
-class TargetError(ValueError):
-    """Raise when a target string, policy engine or target start-up is invalid."""
-
-
-# --- SDK environment ----------------------------------------------------------------------------------
-
-
-def sdk_env(provider: str, url: str, api_key: str | None = None, *, cloud: bool = False) -> dict[str, str]:
-    """Return the environment variables that point ``provider``'s SDK at ``url``."""
-    parts = urlsplit(url)
-    host = parts.hostname or "127.0.0.1"
-    no_proxy = _join_no_proxy(os.environ.get("NO_PROXY") or os.environ.get("no_proxy"), host)
-    env: dict[str, str] = {}
-    if provider == "tensorlake":
-        env["TENSORLAKE_API_URL"] = url
-        if not cloud:
-            # Without this the Rust client sends lifecycle calls for most hosts to the real cloud.
-            env["TENSORLAKE_SANDBOX_API_URL"] = url
-        if api_key:
-            env["TENSORLAKE_API_KEY"] = api_key
-    elif provider == "opensandbox":
-        domain = (parts.netloc + parts.path).rstrip("/")
-        env["OPEN_SANDBOX_DOMAIN"] = domain if parts.scheme == "http" else url.rstrip("/")
-        env["OPENSANDBOX_DISABLE_METRICS"] = "1"
-        if api_key:
-            env["OPEN_SANDBOX_API_KEY"] = api_key
-    else:
-        raise TargetError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
-    if not cloud:
-        env["NO_PROXY"] = env["no_proxy"] = no_proxy
-    return env
-
-
-def _join_no_proxy(existing: str | None, host: str) -> str:
-    """Return ``existing`` NO_PROXY entries plus loopback and ``host``, without duplicates."""
-    entries = [e.strip() for e in (existing or "").split(",") if e.strip()]
-    for extra in ("127.0.0.1", "localhost", host):
-        if extra not in entries:
-            entries.append(extra)
-    return ",".join(entries)
-
-
-# --- in-process mocks ---------------------------------------------------------------------------------
-
-
-def _import_object(path: str) -> Any:
-    """Import ``module:attr`` (attr may be dotted) and return the object."""
-    module_name, _, attr = path.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-@dataclass
-class RunningMock:
-    """One in-process mock served on a loopback socket."""
-
-    provider: str
-    admin: MockCore
-    server: MockServer
-    api_key: str
-
-    @property
-    def url(self) -> str:
-        """Return the base URL, e.g. ``http://127.0.0.1:54321``."""
-        return self.server.url
-
-    @property
-    def env(self) -> dict[str, str]:
-        """Return the SDK environment variables that point at this mock (plus the mock's own, if it has any)."""
-        env = sdk_env(self.provider, self.url, self.api_key)
-        own = getattr(self.admin, "sdk_env", None)
-        if callable(own):
-            try:
-                extra = own(self.url)
-            except TypeError:
-                extra = None
-            if isinstance(extra, dict):
-                env.update({str(k): str(v) for k, v in extra.items()})
-        return env
-
-    def reset(self) -> None:
-        """Return the mock to a fresh state (no sandboxes, faults or journal)."""
-        self.admin.reset()
-
-    def client(self) -> AdminClient:
-        """Return an HTTP client for this mock's ``/_mock`` admin API."""
-        from mockserver.core import AdminClient
-
-        return AdminClient(self.url)
-
-
-def _mock_api_key(core: object) -> str:
-    """Return a key the mock accepts: its first configured key, else the default."""
-    keys = getattr(core, "keys", None)
-    if isinstance(keys, Mapping) and keys:
-        return str(next(iter(keys)))
-    key = getattr(core, "api_key", None)
-    return key if isinstance(key, str) and key else DEFAULT_API_KEY
-
-
-class MockStack:
-    """Create in-process mocks on demand, serve them on loopback sockets and stop them together."""
-
-    def __init__(self, classes: Mapping[str, Sequence[str]] | None = None, host: str = "127.0.0.1") -> None:
-        self._classes = dict(classes) if classes is not None else None
-        self._host = host
-        self._cores: dict[str, MockCore] = {}
-        self._running: dict[str, RunningMock] = {}
-        self._lock = threading.Lock()
-
-    def core(self, provider: str) -> MockCore:
-        """Return the provider's mock object, creating it on first use."""
-        with self._lock:
-            if provider not in self._cores:
-                self._cores[provider] = self._create(provider)
-            return self._cores[provider]
-
-    def _create(self, provider: str) -> MockCore:
-        """Instantiate the provider's mock class."""
-        classes = self._classes if self._classes is not None else MOCK_CLASSES
-        if provider not in classes:
-            raise TargetError(f"no mock for provider {provider!r}; known: {', '.join(sorted(classes))}")
-        problems = []
-        for path in classes[provider]:
-            try:
-                cls = _import_object(path)
-            except (ImportError, AttributeError) as exc:
-                problems.append(f"{path}: {type(exc).__name__}: {exc}")
-                continue
-            core: MockCore = cls()
-            return core
-        raise TargetError(f"the {provider} mock cannot be imported ({'; '.join(problems)})")
-
-    def get(self, provider: str) -> RunningMock:
-        """Return the provider's mock, serving it on a free loopback port on first use."""
-        core = self.core(provider)
-        with self._lock:
-            running = self._running.get(provider)
-            if running is None:
-                server = core.server(host=self._host, port=0)
-                server.start()
-                running = RunningMock(provider, core, server, _mock_api_key(core))
-                self._running[provider] = running
-            return running
-
-    def started(self) -> dict[str, RunningMock]:
-        """Return the mocks currently served."""
-        with self._lock:
-            return dict(self._running)
-
-    def close(self) -> None:
-        """Stop every served mock."""
-        with self._lock:
-            running, self._running = list(self._running.values()), {}
-        for mock in running:
-            mock.server.stop()
-
-
-# --- policy engines -----------------------------------------------------------------------------------
-
-
-def load_engine(path: str) -> Any:
-    """Import the policy engine ``MODULE:ATTR`` and check it speaks its ``kind``'s JSON protocol.
-
-    A class is instantiated without arguments. The current directory is tried as an import root when the
-    module is not found otherwise, so ``policy:my_engine:engine`` works from a project checkout.
-    """
-    module_name, sep, attr = path.partition(":")
-    if not sep or not module_name.strip() or not attr.strip():
-        raise TargetError(
-            f"policy target {path!r} must be MODULE:ATTR, e.g. policy:contracts.opensandbox_adapter:reference_engine"
-        )
-    module_name, attr = module_name.strip(), attr.strip()
-    module = _import_module(module_name)
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise TargetError(f"policy engine {path!r}: {obj.__name__!r} has no attribute {part!r}")
-        obj = getattr(obj, part)
-    if inspect.isclass(obj):
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise TargetError(
-                f"policy engine {path!r} is a class that cannot be created without arguments: {exc}"
-            ) from exc
-    check_engine(obj, path)
-    return obj
-
-
-def _import_module(name: str) -> Any:
-    """Import ``name``, retrying with the current directory on ``sys.path``."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        cwd = os.getcwd()
-        root = name.split(".", 1)[0]
-        if exc.name != root or cwd in sys.path:
-            raise TargetError(f"cannot import policy engine module {name!r}: {exc}") from exc
-        sys.path.insert(0, cwd)
-        try:
-            return importlib.import_module(name)
-        except ImportError as retry:
-            sys.path.remove(cwd)
-            raise TargetError(f"cannot import policy engine module {name!r}: {retry}") from retry
-    except Exception as exc:
-        raise TargetError(f"importing policy engine module {name!r} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def check_engine(engine: object, label: str = "engine") -> None:
-    """Raise :class:`TargetError` listing every way ``engine`` misses its kind's protocol."""
-    kind = getattr(engine, "kind", None)
-    if kind not in ENGINE_METHODS:
-        raise TargetError(
-            f"policy engine {label!r} needs a `kind` attribute set to "
-            f"{' or '.join(repr(k) for k in ENGINE_METHODS)}; it has {kind!r}"
-        )
-    problems = []
-    for name, params in ENGINE_METHODS[kind].items():
-        method = getattr(engine, name, None)
-        if method is None:
-            problems.append(f"missing method {name}({', '.join(params)})")
-            continue
-        if not callable(method):
-            problems.append(f"{name} is not callable")
-            continue
-        try:
-            signature = inspect.signature(method)
-        except (TypeError, ValueError):
-            continue
-        try:
-            signature.bind(*params)
-        except TypeError:
-            takes = ", ".join(signature.parameters)
-            problems.append(f"{name}({takes}) cannot be called as {name}({', '.join(params)})")
-    if problems:
-        raise TargetError(
-            f"policy engine {label!r} (kind {kind!r}) does not implement the {kind} protocol: " + "; ".join(problems)
-        )
 
 
 # --- targets ------------------------------------------------------------------------------------------
@@ -607,7 +350,7 @@ class Target:
         if self.kind == "policy":
             return self._engine
         if provider not in self._engines:
-            self._engines[provider] = _import_object(REFERENCE_ENGINES[provider])
+            self._engines[provider] = import_object(REFERENCE_ENGINES[provider])
         return self._engines[provider]
 
     def sdk_env(self, provider: str) -> dict[str, str]:

@@ -13,8 +13,8 @@ from hypothesis import settings
 # Imported once here so the in-process runs below do not import the check modules again each time.
 import harness.policy_opensandbox
 import harness.policy_tensorlake  # noqa: F401
+from harness import mock_stack
 from harness import report as report_module
-from harness import targets
 from mockserver.core import MockServer
 
 from .fakes import FAKE_CLASSES
@@ -46,7 +46,7 @@ def test_osb_engine(sandproof_target):
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
     """Use the fake mocks and a private deviation registry; keep the caller's profile."""
-    monkeypatch.setattr(targets, "MOCK_CLASSES", FAKE_CLASSES)
+    monkeypatch.setattr(mock_stack, "MOCK_CLASSES", FAKE_CLASSES)
     monkeypatch.setattr(report_module, "_DEVIATIONS", [])
     monkeypatch.delenv("HYPOTHESIS_PROFILE", raising=False)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness import targets
+from harness import mock_stack
 from harness.targets import (
     ACCEPTED_FORMS,
     TENSORLAKE_CLOUD_URL,
@@ -201,7 +201,7 @@ def test_mock_stack_reports_unimportable_mocks() -> None:
 
 
 def test_mock_target_starts_on_first_use_and_stops(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(targets, "MOCK_CLASSES", FAKE_CLASSES)
+    monkeypatch.setattr(mock_stack, "MOCK_CLASSES", FAKE_CLASSES)
     target = parse_target("mock")
     assert not target.started
     url = target.url("tensorlake")  # starts both mocks
@@ -259,7 +259,7 @@ def test_container_applies_only_to_the_mock_target() -> None:
 
 
 def test_failed_start_is_reported_once_and_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(targets, "MOCK_CLASSES", {"tensorlake": ("nowhere:X",), "opensandbox": ("nowhere:Y",)})
+    monkeypatch.setattr(mock_stack, "MOCK_CLASSES", {"tensorlake": ("nowhere:X",), "opensandbox": ("nowhere:Y",)})
     target = parse_target("mock")
     for _ in range(2):
         with pytest.raises(TargetError, match="the tensorlake mock cannot be imported"):

@@ -7,10 +7,12 @@ import shlex
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from .core import MockCore, MockServer, VirtualClock
+from .core.clock import DEFAULT_EPOCH
 
 TENSORLAKE_PORT = 8911
 OPENSANDBOX_PORT = 8080
@@ -23,7 +25,9 @@ def build_mocks(*, seed: int | None, clock_mode: str, api_key: str | None) -> di
     from .tensorlake import TensorLakeMock
 
     def clock() -> VirtualClock:
-        return VirtualClock(mode=clock_mode)  # type: ignore[arg-type]
+        # A standalone wall clock starts at the real time, so SDK-computed expiry times make sense.
+        start = time.time() if clock_mode == "wall" else DEFAULT_EPOCH
+        return VirtualClock(mode=clock_mode, start=start)  # type: ignore[arg-type]
 
     return {
         "tensorlake": TensorLakeMock(seed=seed, clock=clock(), api_keys=None if api_key is None else [api_key]),

@@ -2,12 +2,14 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from mockserver.cli import env_lines, main, parser
+from mockserver.cli import build_mocks, env_lines, main, parser
+from mockserver.core.clock import DEFAULT_EPOCH
 
 
 def test_env_lines_point_both_sdks_at_loopback() -> None:
@@ -93,3 +95,10 @@ def test_serve_runs_both_mocks_and_keeps_state_across_restarts(tmp_path: Path) -
         assert again.status_code == 200 and again.json()["id"] == created.json()["sandbox_id"]
     finally:
         _stop(proc)
+
+
+def test_standalone_wall_clock_starts_at_the_real_time() -> None:
+    mocks = build_mocks(seed=None, clock_mode="wall", api_key="k")
+    assert all(abs(m.clock.now() - time.time()) < 60 for m in mocks.values())
+    manual = build_mocks(seed=None, clock_mode="manual", api_key="k")
+    assert all(m.clock.now() == DEFAULT_EPOCH for m in manual.values())

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from mockserver.core import MockServer
+from mockserver.asgi.server import MockServer
 from mockserver.opensandbox import OpenSandboxMock
 
 API_KEY = "bench-key"

@@ -25,7 +25,7 @@ from starlette.routing import Route
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mockserver.core.server import MockServer
+from mockserver.asgi.server import MockServer
 from mockserver.tensorlake import TensorLakeMock
 
 TARGET = 0.6

@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 if TYPE_CHECKING:
     from harness.targets import Target
-    from mockserver.core import AdminClient
+    from mockserver.admin.client import AdminClient
 
 __all__ = [
     "ContractViolation",

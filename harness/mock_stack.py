@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 from harness.target_common import DEFAULT_API_KEY, TargetError, import_object, sdk_env
 
 if TYPE_CHECKING:
-    from mockserver.core import AdminClient, MockCore, MockServer
+    from mockserver.admin.client import AdminClient
+    from mockserver.asgi.server import MockServer
+    from mockserver.asgi.service import HttpMock
 
 __all__ = ["MOCK_CLASSES", "MockStack", "RunningMock"]
 
@@ -26,7 +28,7 @@ class RunningMock:
     """One in-process mock served on a loopback socket."""
 
     provider: str
-    admin: MockCore
+    admin: HttpMock
     server: MockServer
     api_key: str
 
@@ -55,7 +57,7 @@ class RunningMock:
 
     def client(self) -> AdminClient:
         """Return an HTTP client for this mock's ``/_mock`` admin API."""
-        from mockserver.core import AdminClient
+        from mockserver.admin.client import AdminClient
 
         return AdminClient(self.url)
 
@@ -75,18 +77,18 @@ class MockStack:
     def __init__(self, classes: Mapping[str, Sequence[str]] | None = None, host: str = "127.0.0.1") -> None:
         self._classes = dict(classes) if classes is not None else None
         self._host = host
-        self._cores: dict[str, MockCore] = {}
+        self._cores: dict[str, HttpMock] = {}
         self._running: dict[str, RunningMock] = {}
         self._lock = threading.Lock()
 
-    def core(self, provider: str) -> MockCore:
+    def core(self, provider: str) -> HttpMock:
         """Return the provider's mock object, creating it on first use."""
         with self._lock:
             if provider not in self._cores:
                 self._cores[provider] = self._create(provider)
             return self._cores[provider]
 
-    def _create(self, provider: str) -> MockCore:
+    def _create(self, provider: str) -> HttpMock:
         """Instantiate the provider's mock class."""
         classes = self._classes if self._classes is not None else MOCK_CLASSES
         if provider not in classes:
@@ -98,7 +100,7 @@ class MockStack:
             except (ImportError, AttributeError) as exc:
                 problems.append(f"{path}: {type(exc).__name__}: {exc}")
                 continue
-            core: MockCore = cls()
+            core: HttpMock = cls()
             return core
         raise TargetError(f"the {provider} mock cannot be imported ({'; '.join(problems)})")
 

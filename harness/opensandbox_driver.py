@@ -23,7 +23,8 @@ from hypothesis.stateful import RuleBasedStateMachine
 from harness.machine_common import Handle, derive_settings, json_body, run_seeded, when_enabled
 from harness.opensandbox_compare import ANY, ContractViolation, Expected, diff
 from harness.opensandbox_oracle import Oracle
-from mockserver.core import AdminClient, VirtualClock
+from mockserver.admin.client import AdminClient
+from mockserver.core import VirtualClock
 from mockserver.opensandbox.profiles import RuntimeProfile
 
 __all__ = [

@@ -59,7 +59,7 @@ from harness.opensandbox_requests import commands as _commands
 from harness.opensandbox_requests import policy_rules as _rules_st
 from harness.opensandbox_requests import policy_targets as _targets
 from harness.opensandbox_requests import probes as _probes
-from mockserver.core import AdminClient
+from mockserver.admin.client import AdminClient
 from mockserver.opensandbox.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile, make_profile
 
 __all__ = [

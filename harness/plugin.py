@@ -272,11 +272,11 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     state = item.config.stash.get(STATE_KEY, None)
     if state is None or state.report_dir is None or "mockserver.core" not in sys.modules:
         return
-    from mockserver.core import MockCore
+    from mockserver.asgi.service import HttpMock
 
     for value in getattr(item, "funcargs", {}).values():
         core = value.admin if isinstance(value, RunningMock) else value
-        if isinstance(core, MockCore):
+        if isinstance(core, HttpMock):
             found = core.journal.unknown_fields()
             if found:
                 state.report.add_unknown_fields(core.provider, found, source=item.nodeid)

@@ -12,7 +12,7 @@ from harness.report import ContractReport, Outcome, shorten
 from harness.targets import CAPABILITIES, PROVIDERS, MockStack, Target
 
 if TYPE_CHECKING:
-    from mockserver.core import MockCore
+    from mockserver.asgi.service import HttpMock
 
 __all__ = ["STATE_KEY", "ContractInfo", "SandproofState", "contract_info", "outcome_of", "sandproof_state"]
 
@@ -95,7 +95,7 @@ class SandproofState:
         """Return the run's in-process mock stack (shared by the fixtures and the ``mock`` target)."""
         return self._mocks
 
-    def note_unknown_fields(self, core: MockCore, source: str | None = None) -> None:
+    def note_unknown_fields(self, core: HttpMock, source: str | None = None) -> None:
         """Merge one mock's journaled unknown fields, crediting ``source`` (else the last test that used it)."""
         if source is None:
             source = self.last_user.get(id(core))

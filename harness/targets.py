@@ -36,7 +36,8 @@ from harness.target_common import (
 )
 
 if TYPE_CHECKING:
-    from mockserver.core import AdminClient, MockCore
+    from mockserver.admin.client import AdminClient
+    from mockserver.asgi.service import HttpMock
 
 __all__ = [
     "ACCEPTED_FORMS",
@@ -249,7 +250,7 @@ class Target:
 
     def _probe_admin(self) -> None:
         """Ask each URL whether it serves the ``/_mock`` admin API."""
-        from mockserver.core import AdminClient
+        from mockserver.admin.client import AdminClient
 
         for provider, url in self._urls.items():
             client = AdminClient(url, timeout=5)
@@ -333,11 +334,11 @@ class Target:
     def admin_client(self, provider: str) -> AdminClient:
         """Return an HTTP client for ``provider``'s ``/_mock`` admin API (close it when done)."""
         self._require(provider, "admin")
-        from mockserver.core import AdminClient
+        from mockserver.admin.client import AdminClient
 
         return AdminClient(self._urls[provider])
 
-    def mock(self, provider: str) -> MockCore | None:
+    def mock(self, provider: str) -> HttpMock | None:
         """Return the in-process mock object for ``provider``, or None when the target is not one."""
         if self.kind != "mock" or provider not in self.providers:
             return None

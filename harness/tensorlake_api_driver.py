@@ -32,7 +32,8 @@ from harness.tensorlake_api_compare import (
 from harness.tensorlake_api_oracle import Oracle
 from harness.tensorlake_api_probes import DNS_ENTRIES, Resolve, default_resolve
 from harness.tensorlake_api_requests import Name
-from mockserver.core import AdminClient, DnsTable, VirtualClock
+from mockserver.admin.client import AdminClient
+from mockserver.core import DnsTable, VirtualClock
 from mockserver.tensorlake.records import ROUTABLE, owner_id
 
 __all__ = [

@@ -15,7 +15,9 @@ from hypothesis import settings
 from harness.machine_common import derive_settings, run_seeded
 from harness.tensorlake_api_compare import ContractViolation
 from harness.tensorlake_api_driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory, MachineBase
-from mockserver.core import AdminClient, MockCore, MockServer
+from mockserver.admin.client import AdminClient
+from mockserver.asgi.server import MockServer
+from mockserver.asgi.service import HttpMock
 
 __all__ = ["MUTANT_SEEDS", "check_mock", "http_clients", "kill_plan", "kills_mutant", "machine_settings", "run_machine"]
 
@@ -64,7 +66,7 @@ def run_machine(
 
 
 def check_mock(
-    mock: MockCore,
+    mock: HttpMock,
     *,
     operations: Iterable[str] | None = None,
     max_examples: int = 30,
@@ -105,7 +107,7 @@ def kills_mutant(name: str, factory: Callable[[], object]) -> bool:
     """Tell whether the machine fails against a mutant mock (a runner for :func:`harness.mutation.mutation_score`)."""
     for operations, seed in kill_plan(factory):
         mock = factory()
-        if not isinstance(mock, MockCore):
+        if not isinstance(mock, HttpMock):
             raise TypeError(f"mutant {name} built {type(mock).__name__}, not a mock")
         if check_mock(mock, operations=operations, seed=seed) is not None:
             return True

@@ -91,7 +91,7 @@ from harness.tensorlake_api_run import (
     run_machine,
 )
 from harness.tensorlake_api_steps import MachineSteps
-from mockserver.core import AdminClient
+from mockserver.admin.client import AdminClient
 from mockserver.tensorlake.models import Timings
 from mockserver.tensorlake.validate import MANAGEMENT_PORT
 

@@ -11,15 +11,17 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .core import MockCore, MockServer, VirtualClock
-from .core.clock import DEFAULT_EPOCH
+from mockserver.asgi.server import MockServer
+from mockserver.asgi.service import HttpMock
+from mockserver.core import VirtualClock
+from mockserver.core.clock import DEFAULT_EPOCH
 
 TENSORLAKE_PORT = 8911
 OPENSANDBOX_PORT = 8080
 DEFAULT_API_KEY = "sandproof-key"
 
 
-def build_mocks(*, seed: int | None, clock_mode: str, api_key: str | None) -> dict[str, MockCore]:
+def build_mocks(*, seed: int | None, clock_mode: str, api_key: str | None) -> dict[str, HttpMock]:
     """Create both mocks with their own virtual clocks."""
     from .opensandbox import OpenSandboxMock
     from .tensorlake import TensorLakeMock

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .core import MockCore
+from mockserver.core import MockCore
 
 
 def load_state(path: Path, mocks: Mapping[str, MockCore]) -> bool:

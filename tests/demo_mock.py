@@ -9,10 +9,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from mockserver.core import ApiError, MockCore, json_object, notes, read_json
+from mockserver.asgi.middleware import notes
+from mockserver.asgi.requests import read_json
+from mockserver.asgi.service import HttpMock
+from mockserver.core import ApiError, json_object
 
 
-class DemoMock(MockCore):
+class DemoMock(HttpMock):
     """Store named items; stream numbers; flag unknown request keys."""
 
     provider = "demo"

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mockserver.core import AdminClient, AdminError, MockServer, VirtualClock
+from mockserver.admin.client import AdminClient, AdminError
+from mockserver.asgi.server import MockServer
+from mockserver.core import VirtualClock
 
 from .demo_mock import DemoMock
 

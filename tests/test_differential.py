@@ -39,7 +39,8 @@ from harness.differential import (
     programs,
 )
 from harness.real_opensandbox import RealOpenSandboxServer
-from mockserver.core import MockServer, VirtualClock
+from mockserver.asgi.server import MockServer
+from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
 
 pytestmark = pytest.mark.timeout(180)

@@ -21,7 +21,8 @@ from harness.tensorlake_machine import (
     make_machine,
     run_machine,
 )
-from mockserver.core import DnsTable, MockServer
+from mockserver.asgi.server import MockServer
+from mockserver.core import DnsTable
 from mockserver.tensorlake import TensorLakeMock
 from tests.mutants.tensorlake_mocks import (
     MUTANTS,

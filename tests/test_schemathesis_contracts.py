@@ -36,7 +36,7 @@ from harness.schemas import (
     skip_reason,
     stale_deviation_entries,
 )
-from mockserver.core import MockServer
+from mockserver.asgi.server import MockServer
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.tensorlake import DEFAULT_API_KEY, TensorLakeMock
 

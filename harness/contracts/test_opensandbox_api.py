@@ -28,7 +28,7 @@ from harness.opensandbox_machine import (
     run_machine,
 )
 from harness.targets import Target
-from mockserver.core import AdminClient
+from mockserver.admin.client import AdminClient
 
 PROVIDER = "opensandbox"
 GROUP_SHARE = 4

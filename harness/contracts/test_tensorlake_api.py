@@ -33,7 +33,7 @@ from harness.tensorlake_machine import (
     make_machine,
     run_machine,
 )
-from mockserver.core import AdminClient
+from mockserver.admin.client import AdminClient
 
 PROVIDER = "tensorlake"
 GROUP_SHARE = 4

@@ -1,19 +1,18 @@
-"""Shared mock machinery: virtual clock, faults, request journal, ids, DNS, admin API, server."""
+"""The transport-free core every mock shares: virtual clock, ids, DNS, fault rules, journal, errors, state.
 
-from .admin_client import AdminClient, AdminError
-from .base import MockCore
+Importing this package loads no web framework: the HTTP layer lives in :mod:`mockserver.asgi`, the admin
+service in :mod:`mockserver.admin`.
+"""
+
 from .clock import VirtualClock
 from .dns import DnsTable
+from .errors import ApiError, json_object
 from .faults import FaultError, FaultRule, FaultSet
-from .http import ApiError, json_object, read_body, read_json
 from .ids import IdFactory
 from .journal import Journal, JournalAssertionError, JournalEntry, RequestNotes
-from .middleware import abort_connection, notes
-from .server import MockServer
+from .mock import MockCore
 
 __all__ = [
-    "AdminClient",
-    "AdminError",
     "ApiError",
     "DnsTable",
     "FaultError",
@@ -24,12 +23,7 @@ __all__ = [
     "JournalAssertionError",
     "JournalEntry",
     "MockCore",
-    "MockServer",
     "RequestNotes",
     "VirtualClock",
-    "abort_connection",
     "json_object",
-    "notes",
-    "read_body",
-    "read_json",
 ]

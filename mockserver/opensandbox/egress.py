@@ -27,7 +27,8 @@ from contracts.opensandbox import (
     parse_rules,
     parse_targets,
 )
-from mockserver.core import DnsTable, read_body
+from mockserver.asgi.requests import read_body
+from mockserver.core import DnsTable
 from mockserver.sandbox.network import Resolution, is_ip
 
 from .models import SandboxRecord

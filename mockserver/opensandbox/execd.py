@@ -13,7 +13,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from mockserver.core import ApiError, notes, read_json
+from mockserver.asgi.middleware import notes
+from mockserver.asgi.requests import read_json
+from mockserver.core import ApiError
 from mockserver.sandbox.filesystem import FsError, normpath
 
 from .commands import Execution, frame

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from mockserver.core import FaultRule, MockServer
+from mockserver.asgi.server import MockServer
+from mockserver.core import FaultRule
 
 if TYPE_CHECKING:
     from .mock import OpenSandboxMock

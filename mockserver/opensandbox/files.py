@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from mockserver.core import ApiError, read_json
+from mockserver.asgi.requests import read_json
+from mockserver.core import ApiError
 from mockserver.sandbox.filesystem import FileInfo, FileSystem, FsError, normpath
 
 from .models import SandboxRecord, iso

@@ -23,7 +23,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contracts.opensandbox import PolicyError
-from mockserver.core import ApiError, notes
+from mockserver.asgi.middleware import notes
+from mockserver.core import ApiError
 
 from . import egress
 from .models import MAX_PAGE_SIZE, SandboxRecord, iso, parse_create

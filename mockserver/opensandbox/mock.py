@@ -23,7 +23,11 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mockserver.core import ApiError, DnsTable, MockCore, VirtualClock, json_object, notes, read_json
+from mockserver.asgi.middleware import notes
+from mockserver.asgi.render import error_response
+from mockserver.asgi.requests import read_json
+from mockserver.asgi.service import HttpMock
+from mockserver.core import ApiError, DnsTable, VirtualClock, json_object
 from mockserver.sandbox import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 
@@ -47,7 +51,7 @@ def emulator_runner(sb: SandboxRecord, gate: PolicyGate, http: HttpTable | None 
     return CommandEmulator(sb.fs, gate=gate, http=http or HttpTable())
 
 
-class OpenSandboxMock(MockCore):
+class OpenSandboxMock(HttpMock):
     """A faithful in-memory OpenSandbox 1.1.1 server (lifecycle, execd, egress sidecar).
 
     ``api_key``: None turns auth off; a string is the single-tenant key; a mapping of key to tenant
@@ -112,7 +116,7 @@ class OpenSandboxMock(MockCore):
         self.execd_router = Router(routes=[*execd.routes(), *FileRoutes(self.sandbox_of).routes()])
         self.egress_router = Router(routes=EgressRoutes(self.sandbox_of, enforcement_mode, egress_token).routes())
 
-    # -- MockCore hooks ----------------------------------------------------------------------------
+    # -- HttpMock hooks ----------------------------------------------------------------------------
 
     def reset_state(self) -> None:
         """Forget every sandbox, snapshot and telemetry event."""
@@ -235,12 +239,6 @@ class OpenSandboxMock(MockCore):
         """Mark a sandbox Failed as an OOM kill (exit 137) now."""
         self.state.fail(sandbox_id, *self.profile.oom_status())
 
-    def advance(self, seconds: float) -> float:
-        """Move the virtual clock forward and apply what became due."""
-        now = self.clock.advance(seconds)
-        self.on_clock_advance()
-        return now
-
     def sdk_env(self, url: str | None = None) -> dict[str, str]:
         """Return the environment that points the SDK's defaults at this mock."""
         env = {"OPEN_SANDBOX_DOMAIN": _domain(url), "OPENSANDBOX_DISABLE_METRICS": "1"}
@@ -343,12 +341,12 @@ def _domain(url: str | None) -> str:
 
 
 def _api_error_response(exc: ApiError) -> Response:
-    return exc.response()
+    return error_response(exc)
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return exc.response()
+    return error_response(exc)
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:

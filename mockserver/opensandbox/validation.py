@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from mockserver.core import read_body
+from mockserver.asgi.requests import read_body
 
 CREATE_FIELDS = frozenset(
     {

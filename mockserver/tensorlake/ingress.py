@@ -37,7 +37,8 @@ from urllib.parse import parse_qs
 from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mockserver.core.middleware import notes
+from mockserver.asgi.middleware import notes
+from mockserver.asgi.render import error_response
 
 from .management import SANDBOX_KEY, runtime_error
 from .records import Sandbox, owner_id
@@ -210,7 +211,7 @@ class Ingress:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": refusal.code})
             return
-        await runtime_error(refusal.status, refusal.code, refusal.message).response()(scope, _no_body, send)
+        await error_response(runtime_error(refusal.status, refusal.code, refusal.message))(scope, _no_body, send)
 
 
 async def _no_body() -> dict[str, Any]:

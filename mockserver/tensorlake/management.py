@@ -25,8 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from mockserver.core.http import ApiError, read_body, read_json
-from mockserver.core.middleware import notes
+from mockserver.asgi.middleware import notes
+from mockserver.asgi.requests import read_body, read_json
+from mockserver.core.errors import ApiError
 from mockserver.sandbox.filesystem import FsError, normpath
 from mockserver.sandbox.steps import Exit, Output, Sleep
 

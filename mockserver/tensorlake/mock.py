@@ -24,12 +24,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mockserver.core.base import MockCore
+from mockserver.asgi.middleware import ADMIN_PREFIX
+from mockserver.asgi.requests import read_json
+from mockserver.asgi.service import HttpMock
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
+from mockserver.core.errors import ApiError, json_object
 from mockserver.core.faults import FaultRule
-from mockserver.core.http import ApiError, json_object, read_json
-from mockserver.core.middleware import ADMIN_PREFIX
 from mockserver.sandbox.commands import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Handler
@@ -83,7 +84,7 @@ class CollapseSlashes:
         await self.app(scope, receive, send)
 
 
-class TensorLakeMock(MockCore):
+class TensorLakeMock(HttpMock):
     """A stateful, fault-injectable mock of the TensorLake sandbox API that the real SDK works against."""
 
     provider = "tensorlake"

@@ -32,7 +32,7 @@ from typing import Any
 
 from contracts.tensorlake import NetworkConfig
 from mockserver.core.clock import VirtualClock
-from mockserver.core.http import ApiError
+from mockserver.core.errors import ApiError
 from mockserver.core.ids import IdFactory
 from mockserver.sandbox.filesystem import FileSystem
 

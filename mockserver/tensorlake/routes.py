@@ -22,8 +22,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from mockserver.core.http import ApiError, read_json
-from mockserver.core.middleware import notes
+from mockserver.asgi.middleware import notes
+from mockserver.asgi.requests import read_json
+from mockserver.core.errors import ApiError
 
 from .records import ROUTING_HINT, Sandbox, owner_id
 from .validate import SNAPSHOT_TYPES, bad, parse_create

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.tensorlake import NetworkConfig, PolicyError, apply_network_update
-from mockserver.core.http import ApiError
+from mockserver.core.errors import ApiError
 
 from .records import DEFAULT_DISK_MB, Resources
 

@@ -9,10 +9,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from contracts.opensandbox_adapter import OpenSandboxReferenceEngine
-from mockserver.core import MockCore, notes, read_json
+from mockserver.asgi.middleware import notes
+from mockserver.asgi.requests import read_json
+from mockserver.asgi.service import HttpMock
 
 
-class _FakeMock(MockCore):
+class _FakeMock(HttpMock):
     """A mock with one route, ``POST /echo``, that flags every body field except ``name`` as unknown."""
 
     def reset_state(self) -> None:

@@ -15,7 +15,7 @@ import harness.policy_opensandbox
 import harness.policy_tensorlake  # noqa: F401
 from harness import mock_stack
 from harness import report as report_module
-from mockserver.core import MockServer
+from mockserver.asgi.server import MockServer
 
 from .fakes import FAKE_CLASSES
 

@@ -20,7 +20,7 @@ from harness.targets import (
     parse_target,
     sdk_env,
 )
-from mockserver.core import MockServer
+from mockserver.asgi.server import MockServer
 
 from .fakes import FAKE_CLASSES, FakeOpenSandbox
 

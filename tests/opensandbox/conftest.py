@@ -12,7 +12,8 @@ import pytest
 from opensandbox.config import ConnectionConfig
 from opensandbox.transport import RetryAsyncTransport, RetryPolicy
 
-from mockserver.core import MockServer, VirtualClock
+from mockserver.asgi.server import MockServer
+from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
 
 T = TypeVar("T")

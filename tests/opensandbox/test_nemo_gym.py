@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from opensandbox.exceptions import SandboxApiException
 
-from mockserver.core import MockServer
+from mockserver.asgi.server import MockServer
 from mockserver.opensandbox import OpenSandboxMock
 
 from .conftest import API_KEY, run

@@ -22,7 +22,8 @@ from opensandbox.exceptions import (
 )
 from opensandbox.models.sandboxes import SandboxFilter
 
-from mockserver.core import FaultRule, MockServer
+from mockserver.asgi.server import MockServer
+from mockserver.core import FaultRule
 from mockserver.opensandbox import OpenSandboxMock
 
 from .conftest import API_KEY, run, sdk_config

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from mockserver.asgi.server import MockServer
 from mockserver.core.journal import JournalEntry
-from mockserver.core.server import MockServer
 from mockserver.tensorlake import TensorLakeMock, sdk_env
 
 API_KEY = "tl_apiKey_tests"

@@ -1,4 +1,4 @@
-"""Request parsing and error helpers shared by the mocks' routes."""
+"""Reading request bodies in the routes: bounded size, JSON parsed or refused with a 4xx :class:`ApiError`."""
 
 from __future__ import annotations
 
@@ -6,28 +6,12 @@ import json
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+
+from mockserver.core.errors import ApiError
+
+__all__ = ["MAX_BODY", "read_body", "read_json"]
 
 MAX_BODY = 1024 * 1024
-
-
-class ApiError(Exception):
-    """An error a route answers with ``status`` and a ``{"code", "message"}`` body."""
-
-    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.extra = extra
-
-    def body(self) -> dict[str, Any]:
-        """Return the JSON error body."""
-        return {"code": self.code, "message": self.message, **self.extra}
-
-    def response(self) -> JSONResponse:
-        """Return the error as a JSON response."""
-        return JSONResponse(self.body(), status_code=self.status)
 
 
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
@@ -52,10 +36,3 @@ async def read_json(request: Request, *, limit: int = MAX_BODY, empty: Any = Non
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from exc
-
-
-def json_object(value: Any, what: str = "request body") -> dict[str, Any]:
-    """Return ``value`` if it is a JSON object, else raise 400 ``invalid_type``."""
-    if not isinstance(value, dict):
-        raise ApiError(400, "invalid_type", f"{what} must be a JSON object")
-    return value

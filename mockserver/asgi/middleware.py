@@ -8,9 +8,9 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .clock import VirtualClock
-from .faults import FaultRule, FaultSet
-from .journal import BODY_LIMIT, GENERATED_HEADER, Journal, JournalEntry, RequestNotes
+from mockserver.core.clock import VirtualClock
+from mockserver.core.faults import FaultRule, FaultSet
+from mockserver.core.journal import BODY_LIMIT, GENERATED_HEADER, Journal, JournalEntry, RequestNotes
 
 NOTES_KEY = "sandproof_notes"
 TRANSPORT_KEY = "sandproof_transport"

@@ -1,0 +1,91 @@
+"""The ``/_mock`` admin service's routes: parse, call :mod:`mockserver.admin.operations`, render.
+
+Every mock serves the same verbs (reset, snapshot/restore, seed, clock, faults, journal, DNS); a provider
+adds its own under ``/_mock/<provider>/...`` through ``extra``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from mockserver.asgi.middleware import ADMIN_PREFIX
+from mockserver.asgi.requests import read_json
+from mockserver.core.mock import MockCore
+
+from . import operations
+
+__all__ = ["ADMIN_PREFIX", "admin_routes"]
+
+
+def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRoute]:
+    """Return the admin routes of ``core``, prefixed with ``/_mock``, followed by ``extra``."""
+
+    async def reset(request: Request) -> Response:
+        core.reset()
+        return JSONResponse({"reset": True})
+
+    async def snapshot(request: Request) -> Response:
+        return JSONResponse(core.snapshot())
+
+    async def restore(request: Request) -> Response:
+        return JSONResponse(operations.restore(core, await read_json(request)))
+
+    async def seed(request: Request) -> Response:
+        return JSONResponse(operations.seed(core, await read_json(request)))
+
+    async def clock(request: Request) -> Response:
+        return JSONResponse(core.clock.dump())
+
+    async def advance(request: Request) -> Response:
+        return JSONResponse(operations.advance(core, await read_json(request)))
+
+    async def clock_mode(request: Request) -> Response:
+        return JSONResponse(operations.set_clock_mode(core, await read_json(request)))
+
+    async def faults(request: Request) -> Response:
+        if request.method == "GET":
+            return JSONResponse([r.to_json() for r in core.faults.rules()])
+        if request.method == "DELETE":
+            core.faults.clear()
+            return JSONResponse({"cleared": True})
+        return JSONResponse(operations.add_fault(core, await read_json(request)), status_code=201)
+
+    async def fault(request: Request) -> Response:
+        operations.remove_fault(core, int(request.path_params["rule_id"]))
+        return Response(status_code=204)
+
+    async def journal(request: Request) -> Response:
+        if request.method == "DELETE":
+            core.journal.clear()
+            return JSONResponse({"cleared": True})
+        entries = operations.journal_query(core, request.query_params)
+        return JSONResponse(core.journal.to_json(entries))
+
+    async def unknown(request: Request) -> Response:
+        return JSONResponse(core.journal.unknown_fields())
+
+    async def dns(request: Request) -> Response:
+        if request.method == "GET":
+            return JSONResponse(core.dns.dump())
+        return JSONResponse(operations.set_dns(core, request.method, await read_json(request)))
+
+    p = ADMIN_PREFIX
+    return [
+        Route(f"{p}/reset", reset, methods=["POST"]),
+        Route(f"{p}/snapshot", snapshot, methods=["GET"]),
+        Route(f"{p}/restore", restore, methods=["POST"]),
+        Route(f"{p}/seed", seed, methods=["POST"]),
+        Route(f"{p}/clock", clock, methods=["GET"]),
+        Route(f"{p}/clock/advance", advance, methods=["POST"]),
+        Route(f"{p}/clock/mode", clock_mode, methods=["POST"]),
+        Route(f"{p}/faults", faults, methods=["GET", "POST", "DELETE"]),
+        Route(f"{p}/faults/{{rule_id:int}}", fault, methods=["DELETE"]),
+        Route(f"{p}/journal", journal, methods=["GET", "DELETE"]),
+        Route(f"{p}/journal/unknown", unknown, methods=["GET"]),
+        Route(f"{p}/dns", dns, methods=["GET", "PUT", "POST"]),
+        *extra,
+    ]

@@ -1,0 +1,74 @@
+"""``HttpMock``: a :class:`MockCore` served over HTTP: provider routes plus the admin service, in faults and journal.
+
+Everything is an ASGI app: :meth:`HttpMock.build_app` puts the admin and provider routes in one Starlette
+app and wraps it in :class:`FaultMiddleware` and :class:`JournalMiddleware`; :meth:`HttpMock.server` serves it
+on a real socket and :meth:`HttpMock.transport` in process.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
+
+from mockserver.core.errors import ApiError
+from mockserver.core.mock import MockCore
+
+from .middleware import FaultMiddleware, JournalMiddleware
+from .render import api_error_handler
+from .server import MockServer
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpMock"]
+
+
+class HttpMock(MockCore):
+    """A mock with its HTTP face: subclasses give :meth:`routes` (and optionally admin extras)."""
+
+    @abc.abstractmethod
+    def routes(self) -> list[BaseRoute]:
+        """Return the provider's own routes."""
+
+    def extra_admin_routes(self) -> list[BaseRoute]:
+        """Return provider-specific admin routes (mounted under ``/_mock``)."""
+        return []
+
+    def admin_routes(self) -> list[BaseRoute]:
+        """Return the admin service's routes, already prefixed with ``/_mock``."""
+        from mockserver.admin.routes import admin_routes
+
+        return admin_routes(self, self.extra_admin_routes())
+
+    def exception_handlers(self) -> dict[Any, Any]:
+        """Return the Starlette exception handlers; the default renders :class:`ApiError`."""
+        return {ApiError: api_error_handler}
+
+    def build_app(self) -> ASGIApp:
+        """Build the provider's ASGI app: admin and provider routes, wrapped in faults and journal."""
+        app = Starlette(routes=[*self.admin_routes(), *self.routes()], exception_handlers=self.exception_handlers())
+        return self.wrap(app)
+
+    @functools.cached_property
+    def app(self) -> ASGIApp:
+        """Return the mock's ASGI app (built once)."""
+        return self.build_app()
+
+    def server(self, **options: Any) -> MockServer:
+        """Return a :class:`MockServer` for this mock (``port=0`` by default); start it with ``with``."""
+        return MockServer(self.app, **options)
+
+    def transport(self) -> httpx.ASGITransport:
+        """Return an in-process ``httpx`` transport that calls the mock without a socket."""
+        import httpx
+
+        return httpx.ASGITransport(app=self.app)
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """Wrap ``app`` in fault injection and the journal."""
+        return JournalMiddleware(FaultMiddleware(app, self.faults), self.journal, self.clock, self.provider)

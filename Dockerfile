@@ -13,6 +13,7 @@ COPY pyproject.toml README* ./
 COPY mockserver ./mockserver
 COPY contracts ./contracts
 COPY harness ./harness
+COPY sandproof ./sandproof
 RUN pip install . \
     && useradd --system --no-create-home sandproof
 

@@ -51,7 +51,7 @@ bench-smoke: $(STAMP)
 # The contract suite against the in-process mocks, with its fidelity report.
 contracts-mock: install
 	$(VENV)/bin/sandproof check --target mock --profile $(HYPOTHESIS_PROFILE) --report reports/contracts -q
-	$(PY) -m harness.mutation_report --report reports/contracts
+	$(PY) -m tests.mutants --report reports/contracts
 
 test: lint unit contracts-mock bench-smoke
 

@@ -4,7 +4,7 @@ An engine speaks plain JSON values: a policy is the ``network`` object
 ``{"allow_internet_access", "allow_out", "deny_out"}`` or None for no policy, a PATCH body is a dict that
 may carry a ``network`` key, and ``resolve`` maps a hostname to its addresses (empty when unresolvable).
 Invalid input raises ``ValueError``. ``TensorLakeEngine`` is the protocol other engines implement for the
-contract checks in ``harness.policy_tensorlake``.
+contract checks in ``harness.policy.tensorlake.checks``.
 """
 
 from __future__ import annotations

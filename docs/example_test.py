@@ -14,7 +14,7 @@ import pytest
 from opensandbox import Sandbox
 from opensandbox.config import ConnectionConfig
 
-from harness.report import register_deviation
+from harness.reporting.report import register_deviation
 from harness.targets import RunningMock, Target
 
 register_deviation(

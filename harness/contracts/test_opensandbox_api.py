@@ -1,6 +1,6 @@
 """Contract: the target's OpenSandbox API answers every request as the mock's own state model predicts.
 
-One test per rule group of :data:`harness.opensandbox_machine.OPERATIONS` (``lifecycle``, ``pause-resume``,
+One test per rule group of :data:`harness.machines.opensandbox.machine.OPERATIONS` (``lifecycle``, ``pause-resume``,
 ``renew``, ``endpoints``, ``execd``, ``egress-policy``, ``faults``, ``expiry`` and ``state-machine``, which runs
 every rule together), each reported as its own operation. ``faults`` and ``expiry`` need the ``/_mock`` admin
 API; on the ``mock`` target the machine drives the in-process threaded mock over its loopback URL.
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from harness.machine_common import admin_session, contract_params
-from harness.opensandbox_machine import (
+from harness.machines.common import admin_session, contract_params
+from harness.machines.opensandbox.machine import (
     ADMIN_OPERATIONS,
     OPERATIONS,
     http_clients,

@@ -14,7 +14,7 @@ from hypothesis import settings
 
 from harness.targets import Target
 
-CHECK_MODULES = {"tensorlake": "harness.policy_tensorlake", "opensandbox": "harness.policy_opensandbox"}
+CHECK_MODULES = {"tensorlake": "harness.policy.tensorlake.checks", "opensandbox": "harness.policy.opensandbox"}
 
 
 def _describe(result: Any) -> str:

@@ -1,6 +1,6 @@
 """Contract: every operation of the providers' OpenAPI documents answers as its document says (Schemathesis).
 
-For each document in :data:`harness.schemas.SPECS` whose provider the target covers, each operation is fuzzed
+For each document in :data:`harness.openapi.runner.SPECS` whose provider the target covers, each operation is fuzzed
 with positive requests and every response must pass ``not_a_server_error`` and the conformance checks (status
 code documented, content type, response headers, response body schema). Documents with links also run link
 scenarios (create → get, delete, pause, … by the new id). The execd and egress documents run in a sandbox
@@ -8,7 +8,7 @@ created for the test and reached through the lifecycle ``endpoints`` API.
 
 Example counts follow the Hypothesis profile: each operation gets ``max_examples // OPERATION_SHARE`` cases and
 each document ``max_examples // SCENARIO_SHARE`` scenarios (the ``ci`` profile: 5 and 15). Checks a target
-fails for an accepted reason are listed in :data:`harness.schemas.SCHEMA_DEVIATIONS` and excluded for exactly
+fails for an accepted reason are listed in :data:`harness.openapi.runner.SCHEMA_DEVIATIONS` and excluded for exactly
 those operations; the mock-only entries (what the mock does not emulate) apply only to sandproof mocks.
 """
 
@@ -20,7 +20,7 @@ pytest.importorskip("schemathesis", reason="the OpenAPI contracts need schemathe
 
 from hypothesis import settings
 
-from harness.schemas import (
+from harness.openapi.runner import (
     CLOUD_SKIP,
     SPECS,
     SandboxUnavailable,

@@ -1,6 +1,6 @@
 """Contract: the target's TensorLake API answers every request as the mock's own state model predicts.
 
-One test per rule group of :data:`harness.tensorlake_machine.OPERATIONS` (``lifecycle``, ``update``,
+One test per rule group of :data:`harness.machines.tensorlake.machine.OPERATIONS` (``lifecycle``, ``update``,
 ``ports-ingress``, ``suspend-resume``, ``egress-probe``, ``faults``, ``timeouts`` and ``state-machine``, which
 runs every rule together), each reported as its own operation. ``faults`` and ``timeouts`` need the ``/_mock``
 admin API. On the ``mock`` target the machine drives the in-process threaded mock over its loopback URL; on
@@ -22,9 +22,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from hypothesis import settings
 
-from harness.machine_common import admin_session, contract_params
-from harness.targets import Target
-from harness.tensorlake_machine import (
+from harness.machines.common import admin_session, contract_params
+from harness.machines.tensorlake.machine import (
     ADMIN_OPERATIONS,
     DEFAULT_KEY,
     OPERATIONS,
@@ -33,6 +32,7 @@ from harness.tensorlake_machine import (
     make_machine,
     run_machine,
 )
+from harness.targets import Target
 from mockserver.admin.client import AdminClient
 
 PROVIDER = "tensorlake"

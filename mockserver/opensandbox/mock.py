@@ -27,7 +27,7 @@ from mockserver.asgi.middleware import notes
 from mockserver.asgi.render import error_response
 from mockserver.asgi.requests import read_json
 from mockserver.asgi.service import HttpMock
-from mockserver.core import ApiError, DnsTable, VirtualClock, json_object
+from mockserver.core import ApiError, DnsTable, VirtualClock, environment, json_object
 from mockserver.sandbox import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 
@@ -241,10 +241,7 @@ class OpenSandboxMock(HttpMock):
 
     def sdk_env(self, url: str | None = None) -> dict[str, str]:
         """Return the environment that points the SDK's defaults at this mock."""
-        env = {"OPEN_SANDBOX_DOMAIN": _domain(url), "OPENSANDBOX_DISABLE_METRICS": "1"}
-        if self.keys:
-            env["OPEN_SANDBOX_API_KEY"] = next(iter(self.keys))
-        return env
+        return environment.sdk_env("opensandbox", url or f"http://{DEFAULT_HOST}", next(iter(self.keys), None))
 
     def connection_config(self, url: str | None = None, *, in_process: bool = False, **options: Any) -> Any:
         """Return an ``opensandbox.ConnectionConfig`` for this mock (over ``url``, or in process)."""

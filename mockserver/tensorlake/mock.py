@@ -16,7 +16,6 @@ import secrets
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,8 +26,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mockserver.asgi.middleware import ADMIN_PREFIX
 from mockserver.asgi.requests import read_json
 from mockserver.asgi.service import HttpMock
+from mockserver.core import environment
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
+from mockserver.core.environment import DEFAULT_API_KEY
 from mockserver.core.errors import ApiError, json_object
 from mockserver.core.faults import FaultRule
 from mockserver.sandbox.commands import CommandEmulator
@@ -43,7 +44,6 @@ from .records import Sandbox, Session, owner_id
 from .routes import LifecycleRoutes, is_loopback_host
 
 DEFAULT_PORT = 8911
-DEFAULT_API_KEY = "tl_apiKey_sandproof"
 DEFAULT_INGRESS_DOMAIN = "sandbox.localhost"
 DEFAULT_BUDGET_MS = 300_000
 _SLASHES = re.compile(r"/{2,}")
@@ -55,19 +55,7 @@ def sdk_env(server_url: str, api_key: str = DEFAULT_API_KEY) -> dict[str, str]:
     Both URLs are set: ``TENSORLAKE_API_URL`` alone on a host that is neither localhost nor ``api.*``
     makes the SDK talk to the real cloud. ``NO_PROXY`` keeps loopback traffic off any proxy.
     """
-    url = server_url.rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"server_url must be an absolute http(s) URL, got {server_url!r}")
-    no_proxy = "127.0.0.1,localhost"
-    return {
-        "TENSORLAKE_API_URL": url,
-        "TENSORLAKE_SANDBOX_API_URL": url,
-        "TENSORLAKE_API_KEY": api_key,
-        "INDEXIFY_NAMESPACE": "default",
-        "NO_PROXY": no_proxy,
-        "no_proxy": no_proxy,
-    }
+    return environment.sdk_env("tensorlake", server_url, api_key)
 
 
 class CollapseSlashes:

@@ -11,8 +11,8 @@ import pytest
 from testcontainers.core import container as tc_container
 from testcontainers.core.wait_strategies import CompositeWaitStrategy, HttpWaitStrategy
 
-from harness import containers
-from harness.containers import (
+from harness.targets import containers
+from harness.targets.containers import (
     CONTAINER_PORTS,
     DEFAULT_IMAGE,
     READY_PATH,
@@ -22,7 +22,7 @@ from harness.containers import (
     default_spec,
     docker_status,
 )
-from mockserver import cli as mock_cli
+from sandproof import cli as mock_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ def test_spec_command_is_what_sandproof_serve_accepts() -> None:
     spec = ContainerSpec(api_key="k-1")
     args = mock_cli.parser().parse_args(spec.command())
     assert args.command == "serve" and args.host == "0.0.0.0"
-    assert (args.tensorlake_port, args.opensandbox_port, args.api_key) == (8911, 8080, "k-1")
+    assert (args.tensorlake_port, args.opensandbox_port, args.api_key) == (8911, 8080, ["k-1"])
     assert dict(spec.ports) == CONTAINER_PORTS == {"tensorlake": 8911, "opensandbox": 8080}
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import opensandbox  # noqa: F401  (imported once here, so the in-process runs do not re-import the SDK)
 import pytest
 
-from harness import report as report_module
+from harness.reporting import report as report_module
 
 pytest_plugins = ["pytester"]
 

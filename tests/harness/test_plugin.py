@@ -11,10 +11,10 @@ import pytest
 from hypothesis import settings
 
 # Imported once here so the in-process runs below do not import the check modules again each time.
-import harness.policy_opensandbox
-import harness.policy_tensorlake  # noqa: F401
-from harness import mock_stack
-from harness import report as report_module
+import harness.policy.opensandbox
+import harness.policy.tensorlake.checks  # noqa: F401
+from harness.targets import mocks as mock_stack
+from harness.reporting import report as report_module
 from mockserver.asgi.server import MockServer
 
 from .fakes import FAKE_CLASSES
@@ -221,7 +221,7 @@ def test_report_files_and_example_counts(pytester: pytest.Pytester, tmp_path: Pa
         """
         import pytest
         from hypothesis import given, settings, strategies as st
-        from harness.report import register_deviation
+        from harness.reporting.report import register_deviation
 
         register_deviation("tensorlake", "create", "ids are shorter", "fine for tests")
 

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from harness import report as report_module
-from harness.report import ContractReport, Tally, TestRecord, deviations, register_deviation, unregister_deviation
+from harness.reporting import report as report_module
+from harness.reporting.report import (
+    ContractReport,
+    Tally,
+    TestRecord,
+    deviations,
+    register_deviation,
+    unregister_deviation,
+)
 
 
 @pytest.fixture(autouse=True)

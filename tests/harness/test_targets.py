@@ -9,17 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness import mock_stack
-from harness.targets import (
-    ACCEPTED_FORMS,
-    TENSORLAKE_CLOUD_URL,
-    MockStack,
-    TargetError,
-    check_engine,
-    load_engine,
-    parse_target,
-    sdk_env,
-)
+from harness.targets import mocks as mock_stack
+from harness.targets import ACCEPTED_FORMS, TargetError, parse_target
+from harness.targets.common import TENSORLAKE_CLOUD_URL, sdk_env
+from harness.targets.engines import check_engine, load_engine
+from harness.targets.mocks import MockStack
 from mockserver.asgi.server import MockServer
 
 from .fakes import FAKE_CLASSES, FakeOpenSandbox

@@ -19,7 +19,7 @@ from starlette.routing import Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contracts.opensandbox import NetworkPolicy, PolicyError, parse_rules
-from harness.mutation import register_mutants
+from harness.reporting.mutation import register_mutants
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.opensandbox.commands import Runner
 from mockserver.opensandbox.egress import EgressRoutes, PolicyGate, status_body

@@ -1,4 +1,4 @@
-"""Deliberately wrong TensorLake egress engines: each must be caught by ``harness.policy_tensorlake``.
+"""Deliberately wrong TensorLake egress engines: each must be caught by ``harness.policy.tensorlake.checks``.
 
 Every mutant follows the JSON engine protocol and differs from the reference in one plausible way. Most wrap
 the reference and bend one answer; the matching bugs live in ``_ScanEngine``, a small linear-scan engine

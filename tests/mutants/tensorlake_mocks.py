@@ -1,9 +1,9 @@
-"""Deliberately wrong TensorLake mocks: each must make ``harness.tensorlake_machine`` fail.
+"""Deliberately wrong TensorLake mocks: each must make ``harness.machines.tensorlake.machine`` fail.
 
 Every mutant is a :class:`TensorLakeMock` with one plausible defect, put in by swapping one part: the
 HTTP-free model, the lifecycle routes, the sandbox proxy or the egress gate. ``defect`` says what is wrong,
-``caught_by`` names the operation group of :data:`harness.tensorlake_machine.OPERATIONS` aimed at it.
-Importing this module registers them with :mod:`harness.mutation` as suite ``tensorlake-api``.
+``caught_by`` names the operation group of :data:`harness.machines.tensorlake.machine.OPERATIONS` aimed at it.
+Importing this module registers them with :mod:`harness.reporting.mutation` as suite ``tensorlake-api``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from contracts.tensorlake import Decision, NetworkConfig, PolicyError, decide_egress
-from harness.mutation import register_mutants
+from harness.reporting.mutation import register_mutants
 from mockserver.sandbox.commands import CommandEmulator
 from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
 from mockserver.tensorlake.ingress import Ingress, Target

@@ -1,0 +1,222 @@
+"""The OpenSandbox machine's lifecycle rules: create, get, list, delete, pause, resume, renew, patch metadata.
+
+:class:`LifecycleRules` owns the ``sandboxes`` and ``deleted`` bundles: every example starts with one valid
+sandbox, creates more (valid or not), and moves what it deletes to ``deleted``, where every operation must
+answer 404. :class:`~harness.machines.opensandbox.machine.OpenSandboxAPIMachine` adds the sandbox-side rules.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, consumes, initialize, multiple, precondition, rule
+
+from harness.machines.opensandbox.compare import ANY as _ANY
+from harness.machines.opensandbox.compare import ContractViolation, normalise_list, normalise_sandbox
+from harness.machines.opensandbox.compare import parse_time as _parse_time
+from harness.machines.opensandbox.driver import MachineBase, SandboxHandle
+from harness.machines.opensandbox.driver import when_enabled as _on
+from harness.machines.opensandbox.requests import RUN_LABEL, Json, create_bodies
+from harness.machines.opensandbox.requests import gone_operations as _gone_operations
+from harness.machines.opensandbox.requests import metadata_maps as _metadata
+from harness.machines.opensandbox.requests import metadata_patches as _patches
+from harness.machines.opensandbox.requests import state_spellings as _state_spellings
+from harness.machines.opensandbox.requests import valid_bodies as _valid_bodies
+from harness.machines.opensandbox.requests import valid_bodies_with_policy as _valid_bodies_with_policy
+from mockserver.opensandbox.profiles import EXECD_PORT
+
+__all__ = ["LifecycleRules"]
+
+
+class LifecycleRules(MachineBase):
+    """Create, read, list, change and delete sandboxes, comparing every answer with the model."""
+
+    sandboxes = Bundle("sandboxes")
+    deleted = Bundle("deleted")
+
+    # -- lifecycle rules -----------------------------------------------------------------------------
+
+    @initialize(target=sandboxes, data=st.data())
+    def first_sandbox(self, data: st.DataObject) -> Any:
+        """Start every example with one valid sandbox (with a policy when egress rules run)."""
+        with_policy = self.config.enabled("egress_probe") or self.config.enabled("egress_patch")
+        body = data.draw(_valid_bodies_with_policy if with_policy else _valid_bodies, label="body")
+        return self._create("first_sandbox", body)
+
+    @precondition(_on("create"))
+    @rule(target=sandboxes, body=create_bodies())
+    def create(self, body: Json) -> Any:
+        """Create a sandbox (valid or invalid body) and compare the answer with the model."""
+        return self._create("create", body)
+
+    @precondition(_on("create_with_policy"))
+    @rule(target=sandboxes, body=create_bodies(with_policy=True))
+    def create_with_policy(self, body: Json) -> Any:
+        """Create a sandbox with a valid ``networkPolicy`` (it gets an egress sidecar)."""
+        return self._create("create_with_policy", body)
+
+    def _create(self, rule: str, body: Json) -> Any:
+        if self.config.admin is not None:
+            self._advance(rule, 1.0)  # distinct createdAt, so "newest first" is observable
+        sent = {**body, "metadata": {**(body.get("metadata") or {}), RUN_LABEL: self.run_label}}
+        if not self.config.egress:
+            sent.pop("networkPolicy", None)  # the server has no egress sidecar image configured
+        expected, record = self.oracle.create(sent)
+        response = self._send(rule, "POST", "/v1/sandboxes", body=sent)
+        data = self._check(rule, response, expected)
+        if record is None:
+            return multiple()
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+            raise ContractViolation(rule, f"202 without an id: {response.text[:200]!r}")
+        handle = SandboxHandle(f"sb{len(self.bookkeeping.handles) + 1}", data["id"], record.id)
+        self.ids[handle.target_id] = handle.model_id
+        self.bookkeeping.handles.append(handle)
+        self._compare(rule, response, expected.body, normalise_sandbox(data, self._id_of))
+        self.bookkeeping.listing_dirty = True
+        return handle
+
+    @precondition(_on("get"))
+    @rule(sb=sandboxes)
+    def get(self, sb: SandboxHandle) -> None:
+        """Read a sandbox."""
+        expected = self.oracle.get(sb.model_id)
+        response = self._send("get", "GET", self._sandbox_path(sb))
+        data = self._check("get", response, expected)
+        if expected.status == 200:
+            self._compare("get", response, expected.body, normalise_sandbox(data, self._id_of))
+
+    @precondition(_on("list_sandboxes"))
+    @rule(
+        states=st.lists(_state_spellings, max_size=2),
+        metadata=st.one_of(st.just({}), _metadata),
+        page=st.one_of(st.none(), st.integers(1, 3)),
+        page_size=st.one_of(st.none(), st.integers(1, 3)),
+        flaw=st.sampled_from(("none",) * 9 + ("page=0", "pageSize=201", "metadata")),
+    )
+    def list_sandboxes(
+        self, states: list[str], metadata: dict[str, str], page: int | None, page_size: int | None, flaw: str
+    ) -> None:
+        """List with state and metadata filters and pagination (sometimes malformed)."""
+        pairs = [f"{k}={v}" for k, v in metadata.items()]
+        if flaw == "metadata":
+            pairs.append("team")
+        pairs.append(f"{RUN_LABEL}={self.run_label}")
+        query: list[tuple[str, str]] = [("state", s) for s in states]
+        query.append(("metadata", "&".join(pairs)))
+        if flaw == "page=0":
+            page = 0
+        if flaw == "pageSize=201":
+            page_size = 201
+        if page is not None:
+            query.append(("page", str(page)))
+        if page_size is not None:
+            query.append(("pageSize", str(page_size)))
+        self._compare_listing("list_sandboxes", query)
+
+    def _compare_listing(self, rule: str, query: list[tuple[str, str]]) -> None:
+        expected = self.oracle.list(query)
+        response = self._send(rule, "GET", "/v1/sandboxes", params=list(query))
+        data = self._check(rule, response, expected)
+        if expected.status != 200:
+            return
+        if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+            raise ContractViolation(rule, f"list answer has no items: {response.text[:200]!r}")
+        gone = {h.target_id for h in self.bookkeeping.handles if self.oracle.lookup(h.model_id) is None}
+        listed = [item.get("id") for item in data["items"] if isinstance(item, dict)]
+        ghosts = [self._id_of(str(i)) for i in listed if i in gone]
+        if ghosts:
+            raise ContractViolation(rule, f"deleted or expired sandboxes are still listed: {ghosts}")
+        created = [_parse_time(item.get("createdAt")) for item in data["items"] if isinstance(item, dict)]
+        if any(not isinstance(c, float) for c in created) or any(a < b for a, b in itertools.pairwise(created)):
+            raise ContractViolation(rule, f"the list is not newest first: createdAt {created}")
+        self._compare(rule, response, expected.body, normalise_list(data, self._id_of))
+
+    @precondition(_on("delete"))
+    @rule(target=deleted, sb=consumes(sandboxes))
+    def delete(self, sb: SandboxHandle) -> SandboxHandle:
+        """Delete a sandbox (404 when it already expired); it moves to the ``deleted`` bundle."""
+        expected = self.oracle.delete(sb.model_id)
+        response = self._send("delete", "DELETE", self._sandbox_path(sb))
+        self._check("delete", response, expected)
+        self.bookkeeping.listing_dirty |= expected.status < 300
+        return sb
+
+    @precondition(_on("delete"))
+    @rule(sb=deleted, operation=_gone_operations)
+    def use_deleted(self, sb: SandboxHandle, operation: str) -> None:
+        """Call an operation on a deleted sandbox: 404 with the runtime's not-found code."""
+        self._gone("use_deleted", sb.target_id, sb.model_id, operation)
+
+    @precondition(_on("pause"))
+    @rule(sb=sandboxes)
+    def pause(self, sb: SandboxHandle) -> None:
+        """Pause a sandbox (409 unless Running)."""
+        expected = self.oracle.pause(sb.model_id)
+        self._check("pause", self._send("pause", "POST", self._sandbox_path(sb) + "/pause"), expected)
+        self.bookkeeping.listing_dirty |= expected.status < 300
+
+    @precondition(_on("resume"))
+    @rule(sb=sandboxes)
+    def resume(self, sb: SandboxHandle) -> None:
+        """Resume a sandbox (409 unless Paused)."""
+        expected = self.oracle.resume(sb.model_id)
+        self._check("resume", self._send("resume", "POST", self._sandbox_path(sb) + "/resume"), expected)
+        self.bookkeeping.listing_dirty |= expected.status < 300
+
+    @precondition(_on("renew"))
+    @rule(
+        sb=sandboxes,
+        minutes=st.sampled_from((1, 10, 60, 120, -1, -60)),
+        flaw=st.sampled_from(("none",) * 6 + ("missing", "not-a-date")),
+    )
+    def renew(self, sb: SandboxHandle, minutes: int, flaw: str) -> None:
+        """Renew the expiration to now ± minutes (400 in the past, 409 without expiry, 422 malformed)."""
+        when = datetime.fromtimestamp(self.oracle.clock.now() + 60 * minutes, UTC).isoformat()
+        body: Json = {"expiresAt": when}
+        if flaw == "missing":
+            body = {}
+        elif flaw == "not-a-date":
+            body = {"expiresAt": "tomorrow"}
+        expected = self.oracle.renew(sb.model_id, body)
+        response = self._send("renew", "POST", self._sandbox_path(sb) + "/renew-expiration", body=body)
+        data = self._check("renew", response, expected)
+        if expected.status == 200:
+            actual = {k: _parse_time(v) for k, v in data.items()} if isinstance(data, dict) else data
+            self._compare("renew", response, expected.body, actual)
+            self.bookkeeping.listing_dirty = True
+
+    @precondition(_on("patch_metadata"))
+    @rule(sb=sandboxes, patch=_patches)
+    def patch_metadata(self, sb: SandboxHandle, patch: dict[str, str | None]) -> None:
+        """Merge-patch the metadata (null deletes; reserved or malformed labels: 400)."""
+        expected = self.oracle.patch_metadata(sb.model_id, patch)
+        response = self._send("patch_metadata", "PATCH", self._sandbox_path(sb) + "/metadata", body=patch)
+        data = self._check("patch_metadata", response, expected)
+        if expected.status == 200:
+            self._compare("patch_metadata", response, expected.body, normalise_sandbox(data, self._id_of))
+            self.bookkeeping.listing_dirty = True
+
+    @precondition(_on("missing_sandbox"))
+    @rule(operation=_gone_operations, sandbox_id=st.uuids().map(str))
+    def missing_sandbox(self, operation: str, sandbox_id: str) -> None:
+        """Call an operation on an id that never existed: 404 with the runtime's not-found code."""
+        self._gone("missing_sandbox", sandbox_id, sandbox_id, operation)
+
+    def _gone(self, rule: str, target_id: str, model_id: str, operation: str) -> None:
+        path = self._sandbox_path(target_id)
+        calls: dict[str, tuple[str, str, Any]] = {
+            "get": ("GET", path, _ANY),
+            "delete": ("DELETE", path, _ANY),
+            "pause": ("POST", path + "/pause", _ANY),
+            "resume": ("POST", path + "/resume", _ANY),
+            "renew": ("POST", path + "/renew-expiration", {"expiresAt": "2999-01-01T00:00:00+00:00"}),
+            "endpoint": ("GET", path + f"/endpoints/{EXECD_PORT}", _ANY),
+        }
+        method, url, body = calls[operation]
+        expected = self.oracle.get(model_id)
+        if expected.status == 200:
+            raise AssertionError(f"{rule} on a live sandbox")  # the machine's own bookkeeping is wrong
+        self._check(rule, self._send(rule, method, url, body=body), expected)

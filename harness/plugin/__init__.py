@@ -1,0 +1,369 @@
+"""pytest plugin ``sandproof``: target selection, mock fixtures, contract markers, Hypothesis profiles, reports.
+
+Registered as the ``pytest11`` entry point ``sandproof``, so it loads in every pytest run where sandproof is
+installed. Importing it has no side effects; everything happens in hooks, per pytest config, and the mocks
+are only imported and started when a fixture or contract test needs them.
+
+Options: ``--sandproof-target=T`` (default ``mock``), ``--sandproof-container``, ``--sandproof-report=DIR``,
+``--sandproof-provider=P`` (repeatable; run only those providers' contracts).
+Markers: ``contract(provider, operation, requires=("api",))`` and ``sdk(provider, operation=None)``.
+Fixtures: ``sandproof_target``, ``tensorlake_mock``, ``opensandbox_mock``, ``opensandbox_asgi``.
+The per-run state lives in :mod:`harness.plugin.state`, the Hypothesis profiles in
+:mod:`harness.plugin.profiles`; their public names are re-exported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+import time
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from harness.plugin.profiles import (
+    HYPOTHESIS_PROFILES,
+    current_profile,
+    load_env_profile,
+    register_hypothesis_profiles,
+)
+from harness.plugin.state import (
+    STATE_KEY,
+    ContractInfo,
+    SandproofState,
+    contract_info,
+    outcome_of,
+    sandproof_state,
+)
+from harness.reporting.report import ContractReport
+from harness.targets import PROVIDERS, RunningMock, Target, TargetError, parse_target
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "HYPOTHESIS_PROFILES",
+    "ContractInfo",
+    "SandproofState",
+    "contract_info",
+    "register_hypothesis_profiles",
+    "sandproof_state",
+]
+
+
+# --- options, markers, configuration ------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the sandproof command-line options."""
+    group = parser.getgroup("sandproof", "sandproof contract tests")
+    group.addoption(
+        "--sandproof-target",
+        default="mock",
+        metavar="T",
+        help="what the contracts run against: mock (default), tensorlake:URL, opensandbox:URL, "
+        "tensorlake-cloud, policy:MODULE:ATTR",
+    )
+    group.addoption(
+        "--sandproof-container",
+        action="store_true",
+        default=False,
+        help="run the mock target in a Docker container (testcontainers) instead of in-process",
+    )
+    group.addoption(
+        "--sandproof-report",
+        default=None,
+        metavar="DIR",
+        help="write DIR/junit.xml, DIR/fidelity.md and DIR/results.json",
+    )
+    group.addoption(
+        "--sandproof-provider",
+        action="append",
+        choices=PROVIDERS,
+        default=None,
+        help="run only this provider's contract and sdk tests (repeatable)",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Register markers and profiles, parse the target and wire the report directory."""
+    config.addinivalue_line(
+        "markers",
+        "contract(provider, operation, requires=('api',)): a sandproof contract test; skipped when the "
+        "target does not offer the provider's required capabilities (api, admin, engine)",
+    )
+    config.addinivalue_line(
+        "markers", "sdk(provider, operation=None): a test that drives the provider's real SDK (SDK matrix)"
+    )
+    register_hypothesis_profiles()
+    previous_profile = current_profile()
+    try:
+        target = parse_target(config.getoption("sandproof_target"))
+        container = bool(config.getoption("sandproof_container"))
+        target.configure(container=container)
+    except TargetError as exc:
+        raise pytest.UsageError(f"--sandproof-target: {exc}") from exc
+    load_env_profile(config)
+    wanted = config.getoption("sandproof_provider")
+    state = SandproofState(
+        target=target,
+        report=ContractReport(target.spec),
+        container=container,
+        providers=frozenset(wanted) if wanted else None,
+        previous_profile=previous_profile,
+    )
+    report_dir = config.getoption("sandproof_report")
+    if report_dir and not hasattr(config, "workerinput"):
+        state.report_dir = Path(report_dir).resolve()
+        if hasattr(config.option, "xmlpath"):
+            if config.option.xmlpath:
+                state.junit_source = Path(config.option.xmlpath).resolve()
+            else:
+                config.option.xmlpath = str(state.report_dir / "junit.xml")
+    config.stash[STATE_KEY] = state
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Copy a user-chosen JUnit file into the report directory, restore the profile, stop everything."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    try:
+        state.close()
+    finally:
+        if state.report_dir is not None and state.junit_source is not None and state.junit_source.is_file():
+            destination = state.report_dir / "junit.xml"
+            if destination != state.junit_source:
+                state.report_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(state.junit_source, destination)
+        if state.previous_profile is not None and current_profile() != state.previous_profile:
+            from hypothesis import settings
+
+            settings.load_profile(state.previous_profile)  # an in-process run must not leak its profile
+        del config.stash[STATE_KEY]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Name the target when it is not the default."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or (state.target.kind == "mock" and not state.container):
+        return None
+    return f"sandproof target: {state.target.spec}" + (" (container)" if state.container else "")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the Hypothesis profile and start the report clock."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    state.report.started = time.monotonic()
+    if "hypothesis" in sys.modules:
+        from hypothesis import settings
+
+        state.report.profile = settings.get_current_profile_name()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect providers left out by ``--sandproof-provider``; mark contracts the target cannot serve as skipped."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        try:
+            info = contract_info(item)
+        except ValueError:
+            info = None  # failed in setup, with the marker's problem
+        if info is not None and state.providers is not None and info.provider not in state.providers:
+            dropped.append(item)
+            continue
+        keep.append(item)
+        if info is not None and not info.sdk:
+            try:
+                reason = state.target.skip_reason(info.provider, info.requires)
+            except TargetError:
+                reason = None  # the test's own use of the target reports the start failure
+            if reason is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a test whose contract or sdk marker is malformed."""
+    if STATE_KEY not in item.config.stash:
+        return
+    try:
+        contract_info(item)
+    except ValueError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Count the Hypothesis examples a contract test runs (chained into Hypothesis's statistics hook)."""
+    state = item.config.stash.get(STATE_KEY, None)
+    counter = _example_counter(state, item) if state is not None else None
+    if counter is None:
+        return (yield)
+    from hypothesis import statistics
+
+    collector: Any = statistics.collector
+    previous: Callable[[Any], None] | None = collector.value
+
+    def note(stats: Any) -> None:
+        counter(stats)
+        if previous is not None:
+            previous(stats)
+
+    with collector.with_value(note):
+        return (yield)
+
+
+def _example_counter(state: SandproofState, item: pytest.Item) -> Callable[[Any], None] | None:
+    """Return a statistics callback for contract items when Hypothesis is loaded."""
+    if "hypothesis" not in sys.modules:
+        return None
+    try:
+        if contract_info(item) is None:
+            return None
+    except ValueError:
+        return None
+
+    def count(stats: Any) -> None:
+        total = 0
+        if isinstance(stats, dict):
+            for key, phase in stats.items():
+                if key.endswith("-phase") and isinstance(phase, dict):
+                    total += len(phase.get("test-cases", ()))
+        state.report.add_examples(item.nodeid, total)
+
+    return count
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Fold each phase of a contract test into the report."""
+    report: pytest.TestReport = yield
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return report
+    try:
+        info = contract_info(item)
+    except ValueError:
+        info = None  # pytest reports the malformed marker as an error
+    if info is not None:
+        outcome, reason = outcome_of(report)
+        if outcome is not None:
+            state.report.record(item.nodeid, info.provider, info.operation, outcome, reason, report.duration)
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """With a report directory, note the unknown request fields of every mock the test's fixtures hold."""
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is None or state.report_dir is None or "mockserver.core" not in sys.modules:
+        return
+    from mockserver.asgi.service import HttpMock
+
+    for value in getattr(item, "funcargs", {}).values():
+        core = value.admin if isinstance(value, RunningMock) else value
+        if isinstance(core, HttpMock):
+            found = core.journal.unknown_fields()
+            if found:
+                state.report.add_unknown_fields(core.provider, found, source=item.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Gather unknown request fields, write the report files and stop the target."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    state.report.finish(int(exitstatus))
+    with contextlib.suppress(Exception):  # best effort: a target may have gone away
+        state.collect_unknown_fields()
+    if state.report_dir is not None:
+        state.written = state.report.write(state.report_dir)
+    state.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Print passed, failed and skipped counts per provider and operation, with reasons."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    lines = state.report.summary_lines()
+    if not lines and state.report_dir is None:
+        return
+    terminalreporter.write_sep("=", "sandproof contracts")
+    for line in lines or ["no contract tests ran"]:
+        terminalreporter.write_line(line)
+    if state.report_dir is not None:
+        files = [*state.written]
+        if (state.report_dir / "junit.xml").is_file() or state.junit_source is not None:
+            files.append(state.report_dir / "junit.xml")
+        terminalreporter.write_line("report: " + ", ".join(str(p) for p in files))
+
+
+# --- fixtures -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sandproof_target(request: pytest.FixtureRequest) -> Target:
+    """Return the run's target (started on first use of a URL, mock or admin client; stopped at the end)."""
+    return sandproof_state(request.config).target
+
+
+def _serve_mock(request: pytest.FixtureRequest, provider: str) -> Iterator[RunningMock]:
+    """Yield a freshly reset in-process mock with its SDK environment set, then restore the environment."""
+    state = sandproof_state(request.config)
+    try:
+        running = state.mocks().get(provider)
+    except TargetError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    # A socket server journals a request just after answering it: collect late entries before the reset.
+    state.note_unknown_fields(running.admin)
+    running.reset()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in running.env.items():
+            patch.setenv(name, value)
+        try:
+            yield running
+        finally:
+            state.note_unknown_fields(running.admin, request.node.nodeid)
+
+
+@pytest.fixture
+def tensorlake_mock(request: pytest.FixtureRequest) -> Iterator[RunningMock]:
+    """Serve a fresh TensorLake mock (``.url``, ``.admin``, ``.env``) with the SDK env vars set."""
+    yield from _serve_mock(request, "tensorlake")
+
+
+@pytest.fixture
+def opensandbox_mock(request: pytest.FixtureRequest) -> Iterator[RunningMock]:
+    """Serve a fresh OpenSandbox mock (``.url``, ``.admin``, ``.env``) with the SDK env vars set."""
+    yield from _serve_mock(request, "opensandbox")
+
+
+@pytest.fixture
+def opensandbox_asgi(request: pytest.FixtureRequest) -> Iterator[httpx.ASGITransport]:
+    """Return an ``httpx.ASGITransport`` into a fresh OpenSandbox mock (the same one ``opensandbox_mock`` serves)."""
+    state = sandproof_state(request.config)
+    try:
+        core = state.mocks().core("opensandbox")
+    except TargetError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    state.note_unknown_fields(core)
+    core.reset()
+    try:
+        yield core.transport()
+    finally:
+        state.note_unknown_fields(core, request.node.nodeid)

@@ -1,0 +1,1 @@
+"""TensorLake egress-policy checks: strategies, properties, the docs' fixed examples, and the check runner."""

@@ -1,0 +1,120 @@
+"""``sandproof serve`` and ``sandproof env``: run both mocks as a standalone server, and point SDKs at them.
+
+The command line itself lives in :mod:`sandproof.cli`; this module builds the mocks, serves them until
+stopped, and prints the ``export`` lines of their SDK environment.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mockserver.asgi.server import MockServer
+from mockserver.asgi.service import HttpMock
+from mockserver.core import VirtualClock
+from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
+from mockserver.core.environment import DEFAULT_API_KEY, sdk_env
+
+__all__ = [
+    "OPENSANDBOX_PORT",
+    "TENSORLAKE_PORT",
+    "ServeOptions",
+    "build_mocks",
+    "env_command",
+    "env_lines",
+    "serve",
+]
+
+TENSORLAKE_PORT = 8911
+OPENSANDBOX_PORT = 8080
+
+
+@dataclass
+class ServeOptions:
+    """What ``sandproof serve`` was asked for."""
+
+    host: str = "127.0.0.1"
+    tensorlake_port: int = TENSORLAKE_PORT
+    opensandbox_port: int = OPENSANDBOX_PORT
+    api_keys: Sequence[str] = field(default_factory=tuple)
+    state_file: str | None = None
+    seed: int | None = None
+    clock: ClockMode = "wall"
+    keep_alive: float = 5.0
+
+
+def build_mocks(*, seed: int | None, clock_mode: ClockMode, api_keys: Sequence[str] = ()) -> dict[str, HttpMock]:
+    """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys (default: any)."""
+    from mockserver.opensandbox import OpenSandboxMock
+    from mockserver.tensorlake import TensorLakeMock
+
+    def clock() -> VirtualClock:
+        # A standalone wall clock starts at the real time, so SDK-computed expiry times make sense.
+        start = time.time() if clock_mode == "wall" else DEFAULT_EPOCH
+        return VirtualClock(mode=clock_mode, start=start)
+
+    keys = list(api_keys)
+    return {
+        "tensorlake": TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None),
+        "opensandbox": OpenSandboxMock(seed=seed, clock=clock(), api_key=keys[0] if len(keys) == 1 else None),
+    }
+
+
+def env_lines(host: str, tensorlake_port: int, opensandbox_port: int, api_key: str = DEFAULT_API_KEY) -> list[str]:
+    """Return the ``export`` lines that point the real SDKs at mocks served on ``host`` and those ports."""
+    values: dict[str, str] = {}
+    values.update(sdk_env("tensorlake", f"http://{host}:{tensorlake_port}", api_key))
+    values.update(sdk_env("opensandbox", f"http://{host}:{opensandbox_port}", api_key))
+    return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
+
+
+def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
+    """Return the exact ``sandproof env`` command that matches a server on ``host`` and those ports."""
+    parts = ["sandproof", "env"]
+    if host != "127.0.0.1":
+        parts += ["--host", host]
+    if tensorlake_port != TENSORLAKE_PORT:
+        parts += ["--tensorlake-port", str(tensorlake_port)]
+    if opensandbox_port != OPENSANDBOX_PORT:
+        parts += ["--opensandbox-port", str(opensandbox_port)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
+    """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given."""
+    from mockserver.state_file import StateSaver, load_state
+
+    mocks = build_mocks(seed=options.seed, clock_mode=options.clock, api_keys=options.api_keys)
+    state_path = Path(options.state_file) if options.state_file else None
+    if state_path is not None and load_state(state_path, mocks):
+        out(f"restored state from {state_path}")
+    ports = {"tensorlake": options.tensorlake_port, "opensandbox": options.opensandbox_port}
+    servers = {
+        name: MockServer(mock.app, host=options.host, port=ports[name], timeout_keep_alive=options.keep_alive)
+        for name, mock in mocks.items()
+    }
+    saver = StateSaver(state_path, mocks) if state_path is not None else None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        for name, server in servers.items():
+            server.start()
+            out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
+        if saver is not None:
+            saver.start()
+        command = env_command(options.host, servers["tensorlake"].port, servers["opensandbox"].port)
+        out(f'point the SDKs at these mocks with: eval "$({command})"; Ctrl-C stops')
+        stop.wait()
+    finally:
+        for server in servers.values():
+            server.stop()
+        if saver is not None:
+            saver.stop()
+            out(f"state saved to {state_path}")
+    return 0

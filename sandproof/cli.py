@@ -1,0 +1,75 @@
+"""The ``sandproof`` command: ``serve`` the mocks, print their ``env``, ``check`` a target.
+
+This is the top layer: ``serve`` and ``env`` go to :mod:`mockserver.serve`, ``check`` to :mod:`harness.cli`
+(imported only when asked for, so serving never loads the test stack).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "parser"]
+
+
+def parser() -> argparse.ArgumentParser:
+    """Return the command-line parser (``check`` parses its own arguments)."""
+    from mockserver.serve import OPENSANDBOX_PORT, TENSORLAKE_PORT
+
+    top = argparse.ArgumentParser(prog="sandproof", description=__doc__.splitlines()[0])
+    sub = top.add_subparsers(dest="command", required=True)
+    for name, helptext in (("serve", "run both mocks until interrupted"), ("env", "print SDK env exports")):
+        cmd = sub.add_parser(name, help=helptext)
+        cmd.add_argument("--host", default="127.0.0.1", help="address to bind / advertise (default 127.0.0.1)")
+        cmd.add_argument("--tensorlake-port", type=int, default=TENSORLAKE_PORT, help="TensorLake mock port")
+        cmd.add_argument("--opensandbox-port", type=int, default=OPENSANDBOX_PORT, help="OpenSandbox mock port")
+        if name == "serve":
+            cmd.add_argument(
+                "--api-key",
+                action="append",
+                default=[],
+                help="accept only this key (repeatable); by default any non-empty key is accepted",
+            )
+            cmd.add_argument("--state-file", help="keep state in this file across restarts")
+            cmd.add_argument("--seed", type=int, default=None, help="make ids deterministic")
+            cmd.add_argument("--clock", choices=["wall", "manual", "auto"], default="wall", help="virtual clock mode")
+            cmd.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive seconds")
+        else:
+            cmd.add_argument("--api-key", default=None, help="the key the SDKs send (default sandproof-key)")
+    sub.add_parser("check", help="run the contract suite against a target (sandproof check --help)", add_help=False)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``sandproof`` command; return its exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] == "check":
+        from harness.cli import main as check_main
+
+        return check_main(args_list[1:])
+    args = parser().parse_args(args_list)
+    if args.command == "serve":
+        from mockserver.serve import ServeOptions, serve
+
+        options = ServeOptions(
+            host=args.host,
+            tensorlake_port=args.tensorlake_port,
+            opensandbox_port=args.opensandbox_port,
+            api_keys=tuple(args.api_key),
+            state_file=args.state_file,
+            seed=args.seed,
+            clock=args.clock,
+            keep_alive=args.keep_alive,
+        )
+        return serve(options, out=lambda line: print(line, flush=True))
+    from mockserver.core.environment import DEFAULT_API_KEY
+    from mockserver.serve import env_lines
+
+    for line in env_lines(args.host, args.tensorlake_port, args.opensandbox_port, args.api_key or DEFAULT_API_KEY):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

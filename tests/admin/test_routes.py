@@ -1,0 +1,209 @@
+"""The shared core wrapped around a tiny provider, over a real socket and in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from mockserver.admin.client import AdminClient, AdminError
+from mockserver.asgi.server import MockServer
+from mockserver.core import VirtualClock
+
+from tests.demo_mock import DemoMock
+
+
+@pytest.fixture(scope="module")
+def mock() -> DemoMock:
+    return DemoMock(seed=3, clock=VirtualClock("manual"))
+
+
+@pytest.fixture(scope="module")
+def server(mock: DemoMock) -> Iterator[MockServer]:
+    with mock.server() as srv:
+        yield srv
+
+
+@pytest.fixture()
+def client(mock: DemoMock, server: MockServer) -> Iterator[httpx.Client]:
+    mock.reset()
+    with httpx.Client(base_url=server.url, timeout=5) as http:
+        yield http
+
+
+@pytest.fixture()
+def admin(server: MockServer) -> Iterator[AdminClient]:
+    admin = AdminClient(server.url)
+    yield admin
+    admin.close()
+
+
+def test_server_binds_a_free_loopback_port(server: MockServer) -> None:
+    assert server.url.startswith("http://127.0.0.1:") and server.port > 0
+
+
+def test_respond_fault_with_headers_then_normal_service(client: httpx.Client, admin: AdminClient) -> None:
+    item = client.post("/items", json={"value": 1}).json()["id"]
+    admin.add_fault(path="/items/*", sandbox_id=item, status=503, body={"code": "busy"}, headers={"Retry-After": "2"})
+    faulted = client.get(f"/items/{item}")
+    assert (faulted.status_code, faulted.headers["retry-after"], faulted.json()) == (
+        503,
+        "2",
+        {"code": "busy"},
+    )
+    assert client.get(f"/items/{item}").status_code == 200
+
+
+def test_drop_fault_resets_the_connection(client: httpx.Client, mock: DemoMock) -> None:
+    mock.faults.add(path="/items/*", action="drop")
+    with pytest.raises(httpx.TransportError):
+        client.get("/items/x")
+    assert client.get("/items/x").status_code == 404
+
+
+def test_cut_stream_after_chunks(client: httpx.Client, mock: DemoMock) -> None:
+    mock.faults.add(path="/stream", action="cut_stream", after_chunks=2)
+    received: list[bytes] = []
+    with pytest.raises(httpx.TransportError), client.stream("GET", "/stream") as response:
+        received.extend(response.iter_bytes())
+    assert b"".join(received) in (b"", b"0\n", b"0\n1\n")
+    assert client.get("/stream").text == "0\n1\n2\n3\n4\n"
+
+
+def test_stall_stream_goes_silent(client: httpx.Client, mock: DemoMock) -> None:
+    mock.faults.add(path="/stream", action="stall_stream", after_chunks=1, stall_seconds=5)
+    with pytest.raises(httpx.ReadTimeout):
+        client.get("/stream", timeout=httpx.Timeout(5, read=0.3))
+
+
+def test_delay_after_still_applies_the_request(client: httpx.Client, mock: DemoMock) -> None:
+    mock.faults.add(method="POST", path="/items", action="delay", delay=0.5, delay_phase="after")
+    with pytest.raises(httpx.ReadTimeout):
+        client.post("/items", json={"value": "late"}, timeout=httpx.Timeout(5, read=0.1))
+    time.sleep(0.6)
+    assert [v["value"] for v in mock.items.values()] == ["late"]
+
+
+def test_journal_records_status_body_fault_and_unknown_fields(client: httpx.Client, mock: DemoMock) -> None:
+    client.post("/items", json={"value": 1, "surprise": True})
+    mock.faults.add(path="/items/nope", status=500)
+    client.get("/items/nope")
+    client.get("/_mock/journal")
+    created, failed = mock.journal.entries()
+    assert (created.method, created.status, created.unknown_fields) == ("POST", 201, ("surprise",))
+    assert '"surprise"' in created.body and created.sandbox_id in mock.items
+    assert (failed.status, failed.fault) == (500, "respond:500")
+    assert mock.journal.unknown_fields() == {"POST /items": ["surprise"]}
+
+
+def test_journal_redacts_credentials(client: httpx.Client, mock: DemoMock) -> None:
+    client.get("/items/q", headers={"Authorization": "Bearer secret", "Cookie": "tl.session_token=s"})
+    (only,) = mock.journal.entries()
+    assert only.headers["authorization"] == "<redacted>" and only.headers["cookie"] == "<redacted>"
+
+
+def test_bad_bodies_are_rejected_with_codes(client: httpx.Client, mock: DemoMock) -> None:
+    bad = client.post("/items", content=b"{nope", headers={"content-type": "application/json"})
+    assert (bad.status_code, bad.json()["code"]) == (400, "invalid_json")
+    wrong = client.post("/items", json=[1, 2])
+    assert (wrong.status_code, wrong.json()["code"]) == (400, "invalid_type")
+    huge = client.post("/items", content=b"x" * (1024 * 1024 + 1))
+    assert (huge.status_code, huge.json()["code"]) == (413, "payload_too_large")
+    assert mock.items == {}
+
+
+def test_snapshot_restore_and_rejected_restore_changes_nothing(client: httpx.Client, admin: AdminClient) -> None:
+    client.post("/items", json={"value": "kept"})
+    snap = admin.snapshot()
+    client.post("/items", json={"value": "later"})
+    admin.restore(snap)
+    assert admin.snapshot() == snap
+    with pytest.raises(AdminError):
+        admin.restore({"provider": "demo", "state": {"items": "broken"}})
+    with pytest.raises(AdminError):
+        admin.restore({"provider": "other", "state": {}})
+    assert admin.snapshot() == snap
+
+
+def test_seed_makes_ids_repeat(client: httpx.Client, admin: AdminClient) -> None:
+    admin.seed(99)
+    first = client.post("/items", json={}).json()["id"]
+    admin.seed(99)
+    assert client.post("/items", json={}).json()["id"] == first
+
+
+def test_clock_admin(client: httpx.Client, admin: AdminClient) -> None:
+    start = admin.now()
+    assert admin.advance(30) == start + 30
+    with pytest.raises(AdminError):
+        admin.advance(-1)
+    with pytest.raises(AdminError):
+        admin.set_clock_mode("backwards")
+
+
+def test_fault_admin_errors_and_listing(client: httpx.Client, admin: AdminClient) -> None:
+    rule = admin.add_fault(path="/x", status=418, times=3)
+    assert [f["id"] for f in admin.faults()] == [rule["id"]]
+    with pytest.raises(AdminError, match="unknown fault rule keys"):
+        admin.add_fault(path="/x", colour="red")
+    assert client.delete(f"/_mock/faults/{rule['id']}").status_code == 204
+    assert client.delete(f"/_mock/faults/{rule['id']}").status_code == 404
+    assert admin.faults() == []
+
+
+def test_dns_admin(admin: AdminClient, mock: DemoMock) -> None:
+    admin.set_dns({"db.internal": ["10.0.0.5"]}, "nxdomain")
+    assert mock.dns.resolve("db.internal") == ["10.0.0.5"]
+    assert mock.dns.resolve("other.example") == []
+    with pytest.raises(AdminError):
+        admin.set_dns({"db.internal": ["nope"]})
+
+
+def test_in_process_transport() -> None:
+    mock = DemoMock(seed=1)
+
+    async def scenario() -> tuple[int, int]:
+        async with httpx.AsyncClient(transport=mock.transport(), base_url="http://demo") as http:
+            created = await http.post("/items", json={"value": 2})
+            fetched = await http.get(f"/items/{created.json()['id']}")
+            return created.status_code, fetched.json()["value"]
+
+    assert asyncio.run(scenario()) == (201, 2)
+
+
+def test_keep_alive_timeout_closes_idle_sockets() -> None:
+    mock = DemoMock()
+    request = b"GET /items/a HTTP/1.1\r\nHost: x\r\n\r\n"
+    with (
+        mock.server(timeout_keep_alive=0.2) as srv,
+        socket.create_connection(("127.0.0.1", srv.port)) as sock,
+    ):
+        sock.settimeout(3)
+        sock.sendall(request)
+        assert _read_response(sock).startswith(b"HTTP/1.1 404")
+        started = time.monotonic()
+        assert sock.recv(65536) == b""
+        assert time.monotonic() - started < 2.5
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(
+        next(v for k, _, v in (h.partition(b":") for h in head.split(b"\r\n")) if k.lower() == b"content-length")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return data
+
+
+def test_generated_requests_do_not_flag_unknown_fields(client: httpx.Client, mock: DemoMock) -> None:
+    client.post("/items", json={"value": 1, "fuzzed": True}, headers={"X-Sandproof-Generated": "1"})
+    client.post("/items", json={"value": 1, "sdk_field": True})
+    assert mock.journal.unknown_fields() == {"POST /items": ["sdk_field"]}

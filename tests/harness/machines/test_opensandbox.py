@@ -1,0 +1,83 @@
+"""The OpenSandbox API state machine passes against the mock and fails against every wrong variant of it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import settings
+
+from harness.machines.opensandbox.machine import (
+    ContractViolation,
+    http_clients,
+    machine_settings,
+    make_machine,
+    run_machine,
+)
+from harness.machines.opensandbox.run import check_mock as run_against_mock
+from harness.machines.opensandbox.run import kills_mutant as run_mutant
+from harness.reporting.mutation import load_mutants, mutation_score
+from mockserver.core import VirtualClock
+from mockserver.opensandbox import OpenSandboxMock
+from tests.mutants.opensandbox_mocks import MOCK_MUTANTS, MockMutant
+
+SEED = 0
+#: Programs tried per mutant before giving up (every mutant dies well before this with SEED).
+BOUND = 150
+STEPS = 10
+
+
+def _settings(max_examples: int = BOUND, *, shrink: bool = False) -> settings:
+    return machine_settings(settings(max_examples=max_examples, database=None), steps=STEPS, shrink=shrink)
+
+
+def test_the_real_mock_passes_every_rule() -> None:
+    failure = run_against_mock(OpenSandboxMock(), operations=["state-machine"], settings=_settings(40), seed=SEED)
+    assert failure is None, f"the machine rejects the real mock: {failure}"
+
+
+def test_the_real_mock_passes_without_the_admin_api() -> None:
+    mock = OpenSandboxMock(clock=VirtualClock("wall", start=time.time()))  # as a deployed server keeps time
+    with mock.server() as server:
+        machine = make_machine(http_clients(server.url), admin=None)
+        run_machine(machine, settings=_settings(15), seed=SEED)
+        assert mock.sandbox_ids() == [], "the programs must delete what they created"
+
+
+@pytest.mark.parametrize("mutant", MOCK_MUTANTS, ids=lambda m: m.name)
+def test_the_machine_kills_the_mutant(mutant: MockMutant) -> None:
+    failure = run_against_mock(mutant(), operations=[mutant.operation], settings=_settings(), seed=SEED)
+    assert failure is not None, f"{mutant.name} survived {BOUND} programs: {mutant.defect}"
+    assert isinstance(failure, ContractViolation), f"{mutant.name}: {type(failure).__name__}: {failure}"
+    assert failure.rule in mutant.killed_by, f"{mutant.name} was reported by {failure.rule}: {failure}"
+
+
+def test_a_failure_shrinks_to_a_minimal_program_with_replay_instructions() -> None:
+    mutant = next(m for m in MOCK_MUTANTS if m.name == "non-zero-exit-succeeds")
+    failure = run_against_mock(mutant(), operations=["execd"], settings=_settings(50, shrink=True), seed=SEED)
+    assert isinstance(failure, ContractViolation)
+    report = "\n".join(getattr(failure, "__notes__", []))
+    program = [line for line in report.splitlines() if line.startswith(("state.", "sandboxes_"))]
+    assert program[0].startswith("sandboxes_0 = state.first_sandbox(")
+    assert program[-2].startswith("state.run_command(command=ExitWith(code=1)"), program
+    assert program[-1] == "state.teardown()"
+    assert len([line for line in program if "listing_matches_model" not in line]) == 3, program
+    assert "@reproduce_failure(" in report
+    assert f"--hypothesis-seed={SEED}" in report
+
+
+def test_the_mutants_are_distinct_and_registered() -> None:
+    names = [m.name for m in MOCK_MUTANTS]
+    assert len(set(names)) == len(names) >= 5
+    assert all(m.killed_by and m.defect for m in MOCK_MUTANTS)
+    registered = load_mutants("opensandbox-api")
+    assert sorted(registered) == sorted(f"opensandbox-api:{name}" for name in names)
+
+
+def test_mutation_score_counts_kills() -> None:
+    mutants = load_mutants("opensandbox-api")
+    killed = {"opensandbox-api:create-200", "opensandbox-api:list-oldest-first"}
+    assert mutation_score(lambda name, factory: name in killed, mutants) == (2, len(mutants))
+    assert isinstance(mutants["opensandbox-api:create-200"](), OpenSandboxMock)
+    one = {name: mutants[name] for name in sorted(killed)}
+    assert mutation_score(run_mutant, one) == (2, 2)

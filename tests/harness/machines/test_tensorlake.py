@@ -1,0 +1,114 @@
+"""Mutation tests for the TensorLake API contract: the real mock passes the machine, every wrong mock fails it.
+
+Runs are bounded and deterministic: fixed seeds (:data:`MUTANT_SEEDS`), 30 programs of up to 12 steps, no
+example database, no shrinking (except in the one test about shrinking).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.machines.tensorlake.machine import (
+    MUTANT_SEEDS,
+    OPERATIONS,
+    ContractViolation,
+    check_mock,
+    http_clients,
+    kill_plan,
+    kills_mutant,
+    machine_settings,
+    make_machine,
+    run_machine,
+)
+from harness.reporting.mutation import load_mutants, mutation_score
+from mockserver.asgi.server import MockServer
+from mockserver.core import DnsTable
+from mockserver.tensorlake import TensorLakeMock
+from tests.mutants.tensorlake_mocks import (
+    MUTANTS,
+    SUITE,
+    MutantMock,
+    NoWaitCreate200,
+    SuspendEphemeral,
+    mutant_name,
+)
+
+GROUPS = [op for op in OPERATIONS if op != "state-machine"]
+
+
+def _name(mutant: type[MutantMock]) -> str:
+    return mutant.__name__
+
+
+@pytest.mark.parametrize("operation", GROUPS)
+def test_the_real_mock_passes_every_group(operation: str) -> None:
+    assert check_mock(TensorLakeMock(), operations=[operation], seed=MUTANT_SEEDS[0]) is None
+
+
+def test_there_are_enough_distinct_registered_mutants() -> None:
+    assert len(MUTANTS) >= 6
+    assert len({m.defect for m in MUTANTS}) == len(MUTANTS)
+    assert all(m.caught_by in OPERATIONS for m in MUTANTS)
+    registered = load_mutants(SUITE)
+    assert {f"{SUITE}:{mutant_name(m)}" for m in MUTANTS} <= set(registered)
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=_name)
+def test_the_machine_kills_the_mutant(mutant: type[MutantMock]) -> None:
+    failures = []
+    for operations, seed in kill_plan(mutant)[: len(MUTANT_SEEDS)]:
+        failure = check_mock(mutant(), operations=operations, seed=seed)
+        if failure is not None:
+            failures.append(failure)
+            break
+    assert failures, f"the {mutant.caught_by} machine does not catch: {mutant.defect}"
+    assert failures[0].startswith("[")  # a ContractViolation names the rule that saw it
+
+
+def test_a_failure_shrinks_to_a_minimal_program_with_its_seed() -> None:
+    failure = check_mock(NoWaitCreate200(), operations=["lifecycle"], seed=MUTANT_SEEDS[0], steps=6, shrink=True)
+    assert failure is not None
+    assert "the model says 202" in failure
+    program = [line for line in failure.splitlines() if line.startswith("state.")]
+    assert program[-1] == "state.teardown()"
+    assert len(program) <= 3, failure
+    assert f"seed {MUTANT_SEEDS[0]}; replay with: --hypothesis-seed={MUTANT_SEEDS[0]}" in failure
+    assert "@reproduce_failure" in failure
+
+
+def test_run_machine_names_the_replay_command() -> None:
+    mock = SuspendEphemeral()
+    with MockServer(mock.app) as server:
+        machine = make_machine(
+            http_clients(server.url, api_key="k"), admin=None, operations=["suspend-resume"], resolve=DnsTable().resolve
+        )
+        with pytest.raises(ContractViolation) as caught:
+            run_machine(
+                machine,
+                settings=machine_settings(max_examples=30, shrink=False, database=False),
+                seed=7,
+                replay="pytest tests/x.py::t",
+            )
+    assert "replay with: pytest tests/x.py::t --hypothesis-seed=7" in "\n".join(caught.value.__notes__)
+
+
+def test_without_the_admin_api_the_machine_passes_against_the_mock_and_cleans_up() -> None:
+    mock = TensorLakeMock()
+    with MockServer(mock.app) as server:
+        for operation in ("update", "ports-ingress", "egress-probe"):
+            machine = make_machine(
+                http_clients(server.url, api_key="k"), admin=None, operations=[operation], resolve=DnsTable().resolve
+            )
+            run_machine(machine, settings=machine_settings(max_examples=8, shrink=False, database=False), seed=3)
+    assert mock.model.sandboxes == {}
+
+
+def test_mutation_score_counts_what_the_runner_killed() -> None:
+    chosen = load_mutants(SUITE)
+    killed = {f"{SUITE}:{mutant_name(MUTANTS[0])}", f"{SUITE}:{mutant_name(MUTANTS[1])}"}
+    assert mutation_score(lambda name, factory: name in killed, chosen) == (2, len(chosen))
+
+
+def test_kills_mutant_is_the_runner_mutation_score_takes() -> None:
+    candidates = {"check:right": TensorLakeMock, "check:wrong": NoWaitCreate200}
+    assert mutation_score(kills_mutant, candidates) == (1, 2)

@@ -1,0 +1,111 @@
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mockserver.core.clock import DEFAULT_EPOCH
+from mockserver.serve import build_mocks, env_command, env_lines
+from sandproof.cli import main, parser
+
+
+def test_env_lines_point_both_sdks_at_loopback() -> None:
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in env_lines("127.0.0.1", 8911, 8080, "k"))
+    assert exports["TENSORLAKE_API_URL"] == exports["TENSORLAKE_SANDBOX_API_URL"] == "http://127.0.0.1:8911"
+    assert exports["OPEN_SANDBOX_DOMAIN"] == "127.0.0.1:8080"
+    assert exports["TENSORLAKE_API_KEY"] == exports["OPEN_SANDBOX_API_KEY"] == "k"
+    assert "127.0.0.1" in exports["NO_PROXY"]
+
+
+def test_env_values_are_shell_quoted() -> None:
+    (line,) = [x for x in env_lines("127.0.0.1", 1, 2, "a b'c") if "TENSORLAKE_API_KEY" in x]
+    assert shlex.split(line.removeprefix("export ")) == ["TENSORLAKE_API_KEY=a b'c"]
+
+
+def test_env_command_prints_exports(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["env", "--tensorlake-port", "9000"]) == 0
+    assert "export TENSORLAKE_API_URL=http://127.0.0.1:9000" in capsys.readouterr().out
+
+
+def test_serve_defaults() -> None:
+    args = parser().parse_args(["serve"])
+    assert (args.tensorlake_port, args.opensandbox_port, args.clock) == (8911, 8080, "wall")
+
+
+def test_unknown_command_is_an_error() -> None:
+    with pytest.raises(SystemExit):
+        main(["explode"])
+
+
+def _start_serve(state: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sandproof.cli",
+            "serve",
+            "--tensorlake-port",
+            "0",
+            "--opensandbox-port",
+            "0",
+            "--state-file",
+            str(state),
+            "--api-key",
+            "k",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    urls: dict[str, str] = {}
+    assert proc.stdout is not None
+    while len(urls) < 2:
+        line = proc.stdout.readline()
+        assert line, "serve exited before printing its URLs"
+        name, _, rest = line.partition(" ")
+        if name in ("tensorlake", "opensandbox"):
+            urls[name] = rest.split()[0]
+    return proc, urls
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    return out
+
+
+def test_serve_runs_both_mocks_and_keeps_state_across_restarts(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    proc, urls = _start_serve(state)
+    try:
+        created = httpx.post(
+            f"{urls['tensorlake']}/sandboxes", json={"name": "kept"}, headers={"Authorization": "Bearer k"}
+        )
+        assert created.status_code == 200, created.text
+        refused = httpx.get(f"{urls['opensandbox']}/v1/sandboxes", headers={"OPEN-SANDBOX-API-KEY": "wrong"})
+        assert refused.status_code == 401
+    finally:
+        assert "state saved" in _stop(proc)
+    proc, urls = _start_serve(state)
+    try:
+        again = httpx.get(f"{urls['tensorlake']}/sandboxes/kept", headers={"Authorization": "Bearer k"})
+        assert again.status_code == 200 and again.json()["id"] == created.json()["sandbox_id"]
+    finally:
+        _stop(proc)
+
+
+def test_standalone_wall_clock_starts_at_the_real_time() -> None:
+    mocks = build_mocks(seed=None, clock_mode="wall", api_keys=["k"])
+    assert all(abs(m.clock.now() - time.time()) < 60 for m in mocks.values())
+    manual = build_mocks(seed=None, clock_mode="manual", api_keys=["k"])
+    assert all(m.clock.now() == DEFAULT_EPOCH for m in manual.values())
+
+
+def test_env_command_names_the_ports_it_was_started_with() -> None:
+    assert env_command("127.0.0.1", 8911, 8080) == "sandproof env"
+    assert env_command("127.0.0.1", 1234, 8080) == "sandproof env --tensorlake-port 1234"
+    assert env_command("0.0.0.0", 8911, 99) == "sandproof env --host 0.0.0.0 --opensandbox-port 99"

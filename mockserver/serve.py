@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mockserver.asgi.server import MockServer
-from mockserver.asgi.service import HttpMock
 from mockserver.core import VirtualClock
 from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
 from mockserver.core.environment import DEFAULT_API_KEY, sdk_env
+from mockserver.service import HttpMock
 
 __all__ = [
     "OPENSANDBOX_PORT",

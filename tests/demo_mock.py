@@ -11,8 +11,8 @@ from starlette.routing import BaseRoute, Route
 
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_json
-from mockserver.asgi.service import HttpMock
 from mockserver.core import ApiError, json_object
+from mockserver.service import HttpMock
 
 
 class DemoMock(HttpMock):

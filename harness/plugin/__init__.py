@@ -272,7 +272,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     state = item.config.stash.get(STATE_KEY, None)
     if state is None or state.report_dir is None or "mockserver.core" not in sys.modules:
         return
-    from mockserver.asgi.service import HttpMock
+    from mockserver.service import HttpMock
 
     for value in getattr(item, "funcargs", {}).values():
         core = value.admin if isinstance(value, RunningMock) else value

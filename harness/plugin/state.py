@@ -13,7 +13,7 @@ from harness.targets import CAPABILITIES, PROVIDERS, Target
 from harness.targets.mocks import MockStack
 
 if TYPE_CHECKING:
-    from mockserver.asgi.service import HttpMock
+    from mockserver.service import HttpMock
 
 __all__ = ["STATE_KEY", "ContractInfo", "SandproofState", "contract_info", "outcome_of", "sandproof_state"]
 

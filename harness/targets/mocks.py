@@ -12,7 +12,7 @@ from harness.targets.common import DEFAULT_API_KEY, TargetError, import_object, 
 if TYPE_CHECKING:
     from mockserver.admin.client import AdminClient
     from mockserver.asgi.server import MockServer
-    from mockserver.asgi.service import HttpMock
+    from mockserver.service import HttpMock
 
 __all__ = ["MOCK_CLASSES", "MockStack", "RunningMock"]
 

@@ -37,7 +37,7 @@ from harness.targets.mocks import MOCK_CLASSES, MockStack, RunningMock
 
 if TYPE_CHECKING:
     from mockserver.admin.client import AdminClient
-    from mockserver.asgi.service import HttpMock
+    from mockserver.service import HttpMock
 
 __all__ = [
     "ACCEPTED_FORMS",

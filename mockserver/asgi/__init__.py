@@ -3,6 +3,5 @@
 - :mod:`.middleware`: the request journal and fault injection, as ASGI wrappers; request notes.
 - :mod:`.requests`: bounded body reading and JSON parsing.
 - :mod:`.render`: :class:`~mockserver.core.errors.ApiError` as a JSON response.
-- :mod:`.service`: :class:`HttpMock`, a :class:`~mockserver.core.MockCore` served over HTTP.
 - :mod:`.server`: :class:`MockServer`, uvicorn on a loopback socket in a thread.
 """

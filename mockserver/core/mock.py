@@ -1,7 +1,7 @@
 """``MockCore``: the state every mock shares (clock, faults, journal, ids, DNS) and its whole-state verbs.
 
 No HTTP here. The provider mocks add their state model through the three abstract hooks; the HTTP layer
-(:class:`mockserver.asgi.service.HttpMock`) serves it and the admin service (:mod:`mockserver.admin`) exposes
+(:class:`mockserver.service.HttpMock`) serves it and the admin service (:mod:`mockserver.admin`) exposes
 these verbs under ``/_mock``.
 """
 

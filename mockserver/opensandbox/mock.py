@@ -26,10 +26,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.render import error_response
 from mockserver.asgi.requests import read_json
-from mockserver.asgi.service import HttpMock
 from mockserver.core import ApiError, DnsTable, VirtualClock, environment, json_object
 from mockserver.sandbox import CommandEmulator
 from mockserver.sandbox.network import HttpTable
+from mockserver.service import HttpMock
 
 from .commands import Runner
 from .egress import EGRESS_AUTH_HEADER, EgressRoutes, PolicyGate

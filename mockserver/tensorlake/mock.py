@@ -25,7 +25,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mockserver.asgi.middleware import ADMIN_PREFIX
 from mockserver.asgi.requests import read_json
-from mockserver.asgi.service import HttpMock
 from mockserver.core import environment
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
@@ -35,6 +34,7 @@ from mockserver.core.faults import FaultRule
 from mockserver.sandbox.commands import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Handler
+from mockserver.service import HttpMock
 
 from .gate import TensorLakeGate
 from .ingress import Ingress, echo_app

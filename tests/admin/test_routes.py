@@ -13,7 +13,6 @@ import pytest
 from mockserver.admin.client import AdminClient, AdminError
 from mockserver.asgi.server import MockServer
 from mockserver.core import VirtualClock
-
 from tests.demo_mock import DemoMock
 
 

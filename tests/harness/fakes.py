@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 from contracts.opensandbox_adapter import OpenSandboxReferenceEngine
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_json
-from mockserver.asgi.service import HttpMock
+from mockserver.service import HttpMock
 
 
 class _FakeMock(HttpMock):

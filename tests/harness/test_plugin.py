@@ -13,8 +13,8 @@ from hypothesis import settings
 # Imported once here so the in-process runs below do not import the check modules again each time.
 import harness.policy.opensandbox
 import harness.policy.tensorlake.checks  # noqa: F401
-from harness.targets import mocks as mock_stack
 from harness.reporting import report as report_module
+from harness.targets import mocks as mock_stack
 from mockserver.asgi.server import MockServer
 
 from .fakes import FAKE_CLASSES

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.targets import mocks as mock_stack
 from harness.targets import ACCEPTED_FORMS, TargetError, parse_target
+from harness.targets import mocks as mock_stack
 from harness.targets.common import TENSORLAKE_CLOUD_URL, sdk_env
 from harness.targets.engines import check_engine, load_engine
 from harness.targets.mocks import MockStack

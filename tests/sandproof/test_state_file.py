@@ -4,7 +4,6 @@ from pathlib import Path
 import pytest
 
 from mockserver.state_file import StateSaver, load_state, save_state
-
 from tests.demo_mock import DemoMock
 
 

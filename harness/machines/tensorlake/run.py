@@ -17,7 +17,7 @@ from harness.machines.tensorlake.compare import ContractViolation
 from harness.machines.tensorlake.driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory, MachineBase
 from mockserver.admin.client import AdminClient
 from mockserver.asgi.server import MockServer
-from mockserver.asgi.service import HttpMock
+from mockserver.service import HttpMock
 
 __all__ = ["MUTANT_SEEDS", "check_mock", "http_clients", "kill_plan", "kills_mutant", "machine_settings", "run_machine"]
 

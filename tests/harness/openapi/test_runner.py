@@ -18,7 +18,6 @@ pytest.importorskip("schemathesis")
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import harness.openapi.runner
-from harness.reporting import report as report_module
 from harness.differential.real_server import RealOpenSandboxServer, RealOpenSandboxUnavailable
 from harness.openapi.runner import (
     ALL_CHECKS,
@@ -36,6 +35,7 @@ from harness.openapi.runner import (
     skip_reason,
     stale_deviation_entries,
 )
+from harness.reporting import report as report_module
 from mockserver.asgi.server import MockServer
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.tensorlake import DEFAULT_API_KEY, TensorLakeMock

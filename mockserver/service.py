@@ -15,12 +15,12 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from mockserver.admin.routes import admin_routes
+from mockserver.asgi.middleware import FaultMiddleware, JournalMiddleware
+from mockserver.asgi.render import api_error_handler
+from mockserver.asgi.server import MockServer
 from mockserver.core.errors import ApiError
 from mockserver.core.mock import MockCore
-
-from .middleware import FaultMiddleware, JournalMiddleware
-from .render import api_error_handler
-from .server import MockServer
 
 if TYPE_CHECKING:
     import httpx
@@ -41,8 +41,6 @@ class HttpMock(MockCore):
 
     def admin_routes(self) -> list[BaseRoute]:
         """Return the admin service's routes, already prefixed with ``/_mock``."""
-        from mockserver.admin.routes import admin_routes
-
         return admin_routes(self, self.extra_admin_routes())
 
     def exception_handlers(self) -> dict[Any, Any]:

@@ -18,7 +18,10 @@ from mockserver.core.mock import MockCore
 
 from . import operations
 
-__all__ = ["ADMIN_PREFIX", "admin_routes"]
+__all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "admin_routes"]
+
+#: The largest snapshot ``POST /_mock/restore`` takes (a whole state is bigger than an API request).
+SNAPSHOT_LIMIT = 512 * 1024 * 1024
 
 
 def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRoute]:
@@ -32,7 +35,7 @@ def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRo
         return JSONResponse(core.snapshot())
 
     async def restore(request: Request) -> Response:
-        return JSONResponse(operations.restore(core, await read_json(request)))
+        return JSONResponse(operations.restore(core, await read_json(request, limit=SNAPSHOT_LIMIT)))
 
     async def seed(request: Request) -> Response:
         return JSONResponse(operations.seed(core, await read_json(request)))

@@ -63,6 +63,13 @@ def sandbox_ids_in(scope: Scope) -> frozenset[str]:
     return frozenset(found)
 
 
+def _bodyless(scope: Scope, status: int, start: Message) -> bool:
+    """Tell whether a response ends with its headers (no body follows on the wire)."""
+    if scope.get("method") == "HEAD" or status < 200 or status in (204, 304):
+        return True
+    return any(k.lower() == b"content-length" and v.strip() == b"0" for k, v in start.get("headers") or [])
+
+
 class JournalMiddleware:
     """Record every non-admin request, its body (bounded) and the status it got."""
 
@@ -101,6 +108,8 @@ class JournalMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                if _bodyless(scope, status, message):
+                    record_once()  # the client may see the end of the response with the headers
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 record_once()  # before the client can see the end of the response
             await send(message)

@@ -6,7 +6,6 @@ The emulator never sleeps and never reads a clock: `run()` yields `Output`, `Sle
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -17,8 +16,19 @@ from .fileutils import FILE_BUILTINS
 from .matching import MATCHING_BUILTINS
 from .network import EgressGate, HttpTable, OpenGate
 from .probes import make_probes
+from .shell import (
+    EMULATOR_LIMITS,
+    Command,
+    Group,
+    HereDoc,
+    Pipeline,
+    Redirect,
+    Script,
+    ShellSyntaxError,
+    Simple,
+    parse,
+)
 from .shell import AndOr as AndOrNode
-from .shell import Command, Group, HereDoc, Pipeline, Redirect, Script, ShellSyntaxError, Simple, parse
 from .specials import MAX_DEPTH, SHELL_ONLY, SHELLS, ShellExit, SpecialBuiltins, Status
 from .steps import Completed, Exit, Handler, Invocation, Output, Sleep, Step, Stream, err
 
@@ -26,9 +36,10 @@ BIN_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"
 _PATHABLE_SPECIALS = frozenset({"which", "env", "timeout"}) | SHELLS
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _File:
     path: str
+    full: bool = False
 
 
 _Target = Stream | _File | None
@@ -194,7 +205,7 @@ class CommandEmulator(SpecialBuiltins):
         try:
             script = parse(source)
         except ShellSyntaxError as exc:
-            yield err(f"{sh.name}: 1: Syntax error: {exc}\n")
+            yield err(f"{sh.name}: 1: Syntax error: {exc}{exc.note()}\n")
             return 2
         return (yield from self._subshell(self._script(script, sh)))
 
@@ -325,8 +336,12 @@ class CommandEmulator(SpecialBuiltins):
         def route(step: Output) -> Output | None:
             target = fds.stdout if step.stream == "stdout" else fds.stderr
             if isinstance(target, _File):
-                with contextlib.suppress(FsError):
+                try:
                     self.fs.write(target.path, step.data, append=True)
+                except FsError as exc:
+                    if exc.code == "no_space" and not target.full:
+                        target.full = True  # said once per redirection, as a real shell's write(2) fails once
+                        return Output("stderr", f"sh: 1: write error: {exc.strerror}\n".encode())
                 return None
             if target is None:
                 return None
@@ -350,7 +365,7 @@ class CommandEmulator(SpecialBuiltins):
         if name is None:
             if "/" in argv[0]:
                 return (yield from self._exec_file(argv, sh, env, stdin))
-            yield err(f"{sh.name}: 1: {argv[0]}: not found\n")
+            yield err(f"{sh.name}: 1: {argv[0]}: not found ({EMULATOR_LIMITS})\n")
             return 127
         handler = self._user.get(name)
         if handler is None and name in self._special_table:
@@ -381,7 +396,9 @@ class CommandEmulator(SpecialBuiltins):
             path = normpath(argv[0], sh.cwd)
             info = self.fs.stat(path)
         except FsError:
-            yield err(f"{sh.name}: 1: {argv[0]}: not found\n")
+            program_dir = normpath(argv[0], sh.cwd).rsplit("/", 1)[0] or "/"
+            note = f" ({EMULATOR_LIMITS})" if program_dir in BIN_DIRS else ""
+            yield err(f"{sh.name}: 1: {argv[0]}: not found{note}\n")
             return 127
         if info.is_dir or not info.mode & 0o111:
             yield err(f"{sh.name}: 1: {argv[0]}: Permission denied\n")

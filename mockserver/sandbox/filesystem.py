@@ -10,7 +10,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FsErrorCode = Literal["not_found", "is_a_directory", "not_a_directory", "exists", "not_empty", "invalid_path"]
+FsErrorCode = Literal[
+    "not_found", "is_a_directory", "not_a_directory", "exists", "not_empty", "invalid_path", "no_space"
+]
 
 STRERROR: dict[str, str] = {
     "not_found": "No such file or directory",
@@ -19,10 +21,13 @@ STRERROR: dict[str, str] = {
     "exists": "File exists",
     "not_empty": "Directory not empty",
     "invalid_path": "Invalid argument",
+    "no_space": "No space left on device",
 }
 
 DIR_SIZE = 4096
 DUMP_VERSION = 1
+#: Bytes of file content one emulated sandbox may hold (it lives in the mock's memory); ENOSPC beyond.
+DEFAULT_QUOTA = 16 * 1024 * 1024
 
 
 class FsError(Exception):
@@ -111,8 +116,19 @@ def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:
     return data.encode() if isinstance(data, str) else bytes(data)
 
 
+def _content_size(node: _Node) -> int:
+    if isinstance(node, _File):
+        return len(node.data)
+    return sum(_content_size(child) for child in node.children.values())
+
+
 class FileSystem:
-    """Hold a directory tree in memory; every public method is atomic under one lock."""
+    """Hold a directory tree in memory; every public method is atomic under one lock.
+
+    ``quota`` bounds the bytes of file content (the tree lives in the mock's memory): a write, append or
+    replace that would exceed it fails with ``no_space`` (ENOSPC, "No space left on device") and changes
+    nothing. None means no bound.
+    """
 
     def __init__(
         self,
@@ -121,9 +137,14 @@ class FileSystem:
         user: str = "user",
         hostname: str = "sandbox",
         empty: bool = False,
+        quota: int | None = DEFAULT_QUOTA,
     ) -> None:
+        if quota is not None and quota < 0:
+            raise ValueError("quota must not be negative")
         self._now = now
         self._lock = threading.RLock()
+        self.quota = quota
+        self.used = 0
         self.user = user
         self._root = _Dir(0o755, now(), "root", "root")
         if not empty:
@@ -176,6 +197,12 @@ class FileSystem:
     def _info(self, path: str, node: _Node) -> FileInfo:
         size = len(node.data) if isinstance(node, _File) else DIR_SIZE
         return FileInfo(path, size, node.mode, isinstance(node, _Dir), node.mtime, node.owner, node.group)
+
+    def _reserve(self, path: str, delta: int) -> None:
+        """Account for ``delta`` more bytes of content, or raise ``no_space`` without changing anything."""
+        if delta > 0 and self.quota is not None and self.used + delta > self.quota:
+            raise FsError("no_space", f"no space left on device: {path}")
+        self.used += delta
 
     def _touch_dir(self, node: _Dir) -> None:
         node.mtime = self._now()
@@ -266,10 +293,12 @@ class FileSystem:
             if isinstance(node, _Dir):
                 raise FsError("is_a_directory", f"is a directory: {path}")
             if node is None:
+                self._reserve(path, len(payload))
                 node = _File(mode & 0o7777, self._now(), self.user, self.user, payload)
                 parent.children[name] = node
                 self._touch_dir(parent)
             else:
+                self._reserve(path, len(payload) if append else len(payload) - len(node.data))
                 node.data = node.data + payload if append else payload
                 node.mtime = self._now()
             return self._info(path, node)
@@ -316,6 +345,7 @@ class FileSystem:
                 raise FsError("not_empty", f"directory not empty: {path}")
             parent = self._dir(parent_path)
             del parent.children[name]
+            self.used -= _content_size(node)
             self._touch_dir(parent)
 
     def move(self, src: str, dst: str) -> FileInfo:
@@ -339,6 +369,8 @@ class FileSystem:
                     raise FsError("not_empty", f"directory not empty: {dst}")
             src_parent_path, src_name = _split(src)
             src_parent = self._dir(src_parent_path)
+            if target is not None:
+                self.used -= _content_size(target)
             del src_parent.children[src_name]
             dst_parent.children[dst_name] = node
             self._touch_dir(src_parent)
@@ -374,6 +406,7 @@ class FileSystem:
                 raise FsError("is_a_directory", f"is a directory: {path}")
             count = node.data.count(old_b)
             if count:
+                self._reserve(path, count * (len(new_b) - len(old_b)))
                 node.data = node.data.replace(old_b, new_b)
                 node.mtime = self._now()
             return count
@@ -399,11 +432,16 @@ class FileSystem:
             return {"version": DUMP_VERSION, "user": self.user, "entries": entries}
 
     @classmethod
-    def load(cls, data: Mapping[str, Any], *, now: Callable[[], float] = time.time) -> FileSystem:
-        """Rebuild a filesystem from a `dump()` snapshot; raise ValueError if it is malformed."""
+    def load(
+        cls, data: Mapping[str, Any], *, now: Callable[[], float] = time.time, quota: int | None = DEFAULT_QUOTA
+    ) -> FileSystem:
+        """Rebuild a filesystem from a `dump()` snapshot; raise ValueError if it is malformed.
+
+        A snapshot over ``quota`` still loads (it was written under another bound); new writes then fail.
+        """
         if data.get("version") != DUMP_VERSION:
             raise ValueError(f"unsupported filesystem snapshot version: {data.get('version')!r}")
-        fs = cls(now=now, user=str(data.get("user", "user")), empty=True)
+        fs = cls(now=now, user=str(data.get("user", "user")), empty=True, quota=quota)
         try:
             for entry in data["entries"]:
                 path = normpath(entry["path"])
@@ -423,7 +461,8 @@ class FileSystem:
                 fs._dir(parent_path).children[name] = node
         except (KeyError, TypeError, FsError) as exc:
             raise ValueError(f"malformed filesystem snapshot: {exc}") from exc
+        fs.used = _content_size(fs._root)
         return fs
 
 
-__all__ = ["STRERROR", "FileInfo", "FileSystem", "FsError", "FsErrorCode", "normpath"]
+__all__ = ["DEFAULT_QUOTA", "STRERROR", "FileInfo", "FileSystem", "FsError", "FsErrorCode", "normpath"]

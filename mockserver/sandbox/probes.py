@@ -85,11 +85,15 @@ def nslookup(net: NetworkContext, inv: Invocation) -> Iterator[Step]:
 
 
 def _option(args: list[str], flag: str, default: float | None) -> float | None:
-    if flag in args:
-        index = args.index(flag)
-        value = args[index + 1] if index + 1 < len(args) else ""
-        del args[index : index + 2]
-        return float(value)
+    """Take ``flag VALUE`` or ``flagVALUE`` (as getopt does) out of ``args`` and return VALUE as a number."""
+    for index, arg in enumerate(args):
+        if arg == flag:
+            value = args[index + 1] if index + 1 < len(args) else ""
+            del args[index : index + 2]
+            return float(value)
+        if arg.startswith(flag) and len(arg) > len(flag) and not arg.startswith("--"):
+            del args[index]
+            return float(arg[len(flag) :])
     return default
 
 

@@ -34,8 +34,23 @@ _UNSUPPORTED = frozenset(
 )
 
 
+#: Appended to what the emulator cannot run, so a user knows it is the emulator's limit, not their code's.
+EMULATOR_LIMITS = (
+    "sandproof's command emulator runs simple commands, pipelines, lists and redirections with its own "
+    "builtins; its limits are listed in docs/emulator.md; serve with --runtime linux for a real shell"
+)
+
+
 class ShellSyntaxError(Exception):
-    """Signal a line the emulated shell cannot parse."""
+    """Signal a line the emulated shell cannot parse; ``unsupported`` when it is valid sh the emulator lacks."""
+
+    def __init__(self, message: str, *, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.unsupported = unsupported
+
+    def note(self) -> str:
+        """Return the text to append to the message: the emulator's limits when the line is valid sh."""
+        return f" ({EMULATOR_LIMITS})" if self.unsupported else ""
 
 
 @dataclass(frozen=True)
@@ -210,7 +225,7 @@ class _Parser:
                 self.i += 1
                 self.read_heredocs()
             elif c == "&" and self.peek(2) != "&&":
-                raise ShellSyntaxError("background jobs (&) are not supported")
+                raise ShellSyntaxError("background jobs (&) are not supported", unsupported=True)
             elif not (self.at_end() or c == stop):
                 raise self.unexpected()
         return Script(tuple(items))
@@ -280,7 +295,7 @@ class _Parser:
                 assigns.append((match.group(1), Word(value)))
                 continue
             if not words and any(word == Word((Lit(kw, False),)) for kw in _UNSUPPORTED):
-                raise ShellSyntaxError(f"unsupported shell construct: {''.join(_texts(word))}")
+                raise ShellSyntaxError(f"unsupported shell construct: {''.join(_texts(word))}", unsupported=True)
             words.append(word)
         if not (assigns or words or redirects):
             raise self.unexpected()
@@ -403,7 +418,7 @@ class _Parser:
     def parse_dollar(self, quoted: bool) -> Part:
         self.i += 1
         if self.peek(2) == "((":
-            raise ShellSyntaxError("arithmetic expansion is not supported")
+            raise ShellSyntaxError("arithmetic expansion is not supported", unsupported=True)
         if self.peek() == "(":
             self.i += 1
             script = self.parse_script(")")

@@ -32,10 +32,24 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "'\\''") + "'"
 
 
+def _home_of(fs: FileSystem, user: str) -> str | None:
+    """Return ``user``'s home directory from the sandbox's ``/etc/passwd``, or None when there is no such user."""
+    try:
+        passwd = fs.read("/etc/passwd").decode(errors="replace")
+    except FsError:
+        passwd = "root:x:0:0:root:/root:/bin/sh\n"
+    for line in passwd.splitlines():
+        fields = line.split(":")
+        if len(fields) >= 6 and fields[0] == user:
+            return fields[5] or "/"
+    return None
+
+
 class SpecialBuiltins:
     """Mixin implementing the shell-level builtins on top of the interpreter's dispatch."""
 
     fs: FileSystem
+    user: str
 
     def _dispatch(self, argv: list[str], sh: ShellState, env: dict[str, str], stdin: bytes) -> Status:
         raise NotImplementedError
@@ -65,6 +79,7 @@ class SpecialBuiltins:
             "which": self._which,
             "env": self._env,
             "timeout": self._timeout,
+            "su": self._su,
             **dict.fromkeys(SHELLS, self._sh),
         }
 
@@ -149,7 +164,7 @@ class SpecialBuiltins:
             yield err(f"{sh.name}: 1: {argv[0]}: cannot open {argv[1]}: No such file\n")
             return 2
         except ShellSyntaxError as exc:
-            yield err(f"{sh.name}: 1: Syntax error: {exc}\n")
+            yield err(f"{sh.name}: 1: Syntax error: {exc}{exc.note()}\n")
             return 2
         if sh.depth >= MAX_DEPTH:
             yield err(f"{sh.name}: 1: {argv[0]}: maximum nesting depth exceeded\n")
@@ -265,6 +280,46 @@ class SpecialBuiltins:
         except StopIteration as stop:
             code: int = stop.value
             return code
+
+    def _su(self, argv: list[str], sh: ShellState, env: dict[str, str], stdin: bytes) -> Status:
+        """``su [-|-l] [-c COMMAND] [-s SHELL] [USER]``: run COMMAND (or stdin) as USER (default root).
+
+        The emulator has one identity per sandbox: the command runs with USER's ``USER``/``LOGNAME``/``HOME``
+        and, for a login shell, in USER's home; only root (or the same user) may switch without a password.
+        """
+        args, command, login = argv[1:], None, False
+        users: list[str] = []
+        while args:
+            flag = args.pop(0)
+            if not flag.startswith("-"):
+                users.append(flag)
+            elif flag in ("-", "-l", "--login"):
+                login = True
+            elif flag in ("-c", "--command", "-s", "--shell") and args:
+                value = args.pop(0)
+                command = value if flag in ("-c", "--command") else command
+            elif flag.startswith("--command="):
+                command = flag.split("=", 1)[1]
+            elif flag not in ("-m", "-p", "--preserve-environment"):
+                yield err(f"su: invalid option -- '{flag.lstrip('-')[:1]}'\n")
+                return 1
+        target = users[0] if users else "root"
+        home = _home_of(self.fs, target)
+        if home is None:
+            yield err(f"su: user {target} does not exist or the user entry does not contain all the required fields\n")
+            return 1
+        if self.user not in ("root", target):
+            yield err("su: Authentication failure\n")
+            return 1
+        if command is None and not stdin:
+            yield err("su: must be run from a terminal\n")
+            return 1
+        sub_env = {**env, "USER": target, "LOGNAME": target, "HOME": home}
+        cwd = home if login and self.fs.is_dir(home) else sh.cwd
+        shell_argv = ["sh", "-c", command] if command is not None else ["sh"]
+        sub = ShellState(sub_env, cwd, [], "sh", stdin=stdin)
+        sub.depth = sh.depth
+        return (yield from self._sh(shell_argv, sub, sub_env, stdin))
 
     def _sh(self, argv: list[str], sh: ShellState, env: dict[str, str], stdin: bytes) -> Status:
         args = argv[1:]

@@ -585,7 +585,8 @@ def test_grep(emu: CommandEmulator, fs: FileSystem) -> None:
 
 def test_unknown_command(emu: CommandEmulator) -> None:
     result = sh(emu, "frobnicate --now")
-    assert (result.stdout, result.stderr, result.exit_code) == (b"", b"sh: 1: frobnicate: not found\n", 127)
+    assert (result.stdout, result.exit_code) == (b"", 127)
+    assert result.stderr.startswith(b"sh: 1: frobnicate: not found (sandproof's command emulator")
     assert stdout(emu, "frobnicate; echo $?") == "127\n"
 
 
@@ -869,3 +870,48 @@ def test_runaway_recursion_is_cut_off(emu: CommandEmulator, fs: FileSystem) -> N
     assert 10 < nested.stdout.count(b"x") <= 50
     sourced = sh(emu, ". /tmp/src.sh")
     assert sourced.exit_code == 2 and b"maximum nesting depth exceeded" in sourced.stderr
+
+
+@pytest.mark.parametrize("line", ["ping -c1 example.com", "ping -c 1 example.com", "ping -i0.5 -c1 example.com"])
+def test_ping_takes_the_count_attached_to_its_flag(emu: CommandEmulator, line: str) -> None:
+    result = emu.run_to_completion(line, timeout=30)
+    assert not result.timed_out, f"{line!r} never ended"
+    assert result.exit_code == 0 and result.stdout.count(b"icmp_seq=") == 1
+    assert b"1 packets transmitted, 1 received" in result.stdout
+
+
+def test_su_runs_a_command_as_another_user(fs: FileSystem) -> None:
+    root = CommandEmulator(FileSystem(now=Clock(), user="root"))
+    assert root.run_to_completion("su -c 'echo $USER $HOME'").stdout == b"root /root\n"
+    assert root.run_to_completion("cd /tmp; su - root -c pwd").stdout == b"/root\n"
+    assert root.run_to_completion("echo 'echo piped' | su").stdout == b"piped\n"
+    assert root.run_to_completion("su ghost -c true").exit_code == 1
+    user = CommandEmulator(fs)
+    denied = user.run_to_completion("su -c id")
+    assert (denied.exit_code, denied.stderr) == (1, b"su: Authentication failure\n")
+    assert user.run_to_completion("su user -c 'echo $USER'").stdout == b"user\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["for i in 1 2; do echo $i; done", "if true; then echo; fi", "echo $((1+2))", "sleep 1 &", "python3 -V", "node -v"],
+)
+def test_what_the_emulator_cannot_run_says_so_and_names_the_real_runtime(emu: CommandEmulator, line: str) -> None:
+    message = sh(emu, line).stderr.decode()
+    assert "sandproof's command emulator" in message and "docs/emulator.md" in message
+    assert "--runtime linux" in message
+
+
+def test_real_syntax_errors_do_not_blame_the_emulator(emu: CommandEmulator) -> None:
+    assert "emulator" not in sh(emu, "echo 'open").stderr.decode()
+    assert sh(emu, "/tmp/missing").stderr == b"sh: 1: /tmp/missing: not found\n"
+
+
+def test_a_write_beyond_the_quota_fails_with_no_space_left(fs: FileSystem) -> None:
+    small = FileSystem(now=Clock(), quota=1024)
+    emu = CommandEmulator(small)
+    result = emu.run_to_completion('printf "%02000d" 0 > /tmp/f; wc -c < /tmp/f')
+    assert result.stderr == b"sh: 1: write error: No space left on device\n"
+    assert result.stdout.strip() == b"0" and small.used < 1024
+    big = CommandEmulator(fs).run_to_completion('printf "%050000000d" 0 > /tmp/f; wc -c < /tmp/f')
+    assert b"No space left on device" in big.stderr and fs.used < 20 * 1024 * 1024

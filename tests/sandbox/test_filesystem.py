@@ -396,3 +396,42 @@ def test_dump_load_property(ops: list[tuple[str, str, str, bytes, int]]) -> None
         assert restored.stat(info.path) == info
         if not info.is_dir:
             assert restored.read(info.path) == fs.read(info.path)
+
+
+def test_the_quota_bounds_content_and_a_refused_write_changes_nothing(clock: Clock) -> None:
+    fs = FileSystem(now=clock, quota=100, empty=True)
+    fs.write("/a", b"x" * 60)
+    with pytest.raises(FsError) as info:
+        fs.write("/b", b"y" * 41)
+    assert info.value.code == "no_space" and info.value.strerror == "No space left on device"
+    assert not fs.exists("/b") and fs.used == 60
+    with pytest.raises(FsError):
+        fs.write("/a", b"z" * 41, append=True)
+    assert fs.read("/a") == b"x" * 60
+    fs.write("/a", b"w" * 100)  # overwriting counts the difference only
+    assert fs.used == 100
+    with pytest.raises(FsError):
+        fs.replace("/a", b"w", b"ww")
+    fs.replace("/a", b"ww", b"v")
+    assert fs.used == 50
+
+
+def test_removing_and_replacing_files_gives_the_space_back(clock: Clock) -> None:
+    fs = FileSystem(now=clock, quota=100, empty=True)
+    fs.write("/d/a", b"1" * 40, parents=True)
+    fs.write("/d/b", b"2" * 40)
+    fs.remove("/d", recursive=True)
+    assert fs.used == 0
+    fs.write("/x", b"3" * 70)
+    fs.write("/y", b"4" * 20)
+    fs.move("/y", "/x")
+    assert fs.used == 20 and fs.read("/x") == b"4" * 20
+
+
+def test_a_loaded_snapshot_counts_its_content(clock: Clock) -> None:
+    fs = FileSystem(now=clock, quota=None)
+    fs.write("/tmp/big", b"b" * 5000)
+    loaded = FileSystem.load(fs.dump(), now=clock, quota=4096)
+    assert loaded.used == fs.used >= 5000 and loaded.read("/tmp/big") == b"b" * 5000
+    with pytest.raises(FsError, match="no space"):
+        loaded.write("/tmp/more", b"m")

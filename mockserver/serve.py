@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mockserver.asgi.connections import DEFAULT_HEADER_TIMEOUT
 from mockserver.asgi.server import MockServer
 from mockserver.core import VirtualClock
 from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
@@ -46,6 +47,8 @@ class ServeOptions:
     seed: int | None = None
     clock: ClockMode = "wall"
     keep_alive: float = 5.0
+    max_connections: int | None = None
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
 
 
 def build_mocks(*, seed: int | None, clock_mode: ClockMode, api_keys: Sequence[str] = ()) -> dict[str, HttpMock]:
@@ -95,7 +98,14 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         out(f"restored state from {state_path}")
     ports = {"tensorlake": options.tensorlake_port, "opensandbox": options.opensandbox_port}
     servers = {
-        name: MockServer(mock.app, host=options.host, port=ports[name], timeout_keep_alive=options.keep_alive)
+        name: MockServer(
+            mock.app,
+            host=options.host,
+            port=ports[name],
+            timeout_keep_alive=options.keep_alive,
+            max_connections=options.max_connections,
+            header_timeout=options.header_timeout,
+        )
         for name, mock in mocks.items()
     }
     saver = StateSaver(state_path, mocks) if state_path is not None else None

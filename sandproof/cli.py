@@ -35,6 +35,18 @@ def parser() -> argparse.ArgumentParser:
             cmd.add_argument("--seed", type=int, default=None, help="make ids deterministic")
             cmd.add_argument("--clock", choices=["wall", "manual", "auto"], default="wall", help="virtual clock mode")
             cmd.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive seconds")
+            cmd.add_argument(
+                "--max-connections",
+                type=int,
+                default=None,
+                help="open connections per mock; over it the longest-idle are closed (default: fits the fd limit)",
+            )
+            cmd.add_argument(
+                "--header-timeout",
+                type=float,
+                default=10.0,
+                help="seconds a connection may take to send a request head before it is closed",
+            )
         else:
             cmd.add_argument("--api-key", default=None, help="the key the SDKs send (default sandproof-key)")
     sub.add_parser("check", help="run the contract suite against a target (sandproof check --help)", add_help=False)
@@ -61,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             clock=args.clock,
             keep_alive=args.keep_alive,
+            max_connections=args.max_connections,
+            header_timeout=args.header_timeout,
         )
         return serve(options, out=lambda line: print(line, flush=True))
     from mockserver.core.environment import DEFAULT_API_KEY

@@ -10,12 +10,17 @@ from types import TracebackType
 import uvicorn
 from starlette.types import ASGIApp
 
+from .connections import DEFAULT_HEADER_TIMEOUT, bounded_h11, default_max_connections
+
 
 class MockServer:
     """Serve an ASGI app on a real socket from a daemon thread; a context manager.
 
     ``port=0`` picks a free port. ``timeout_keep_alive`` is how long an idle keep-alive
     connection stays open: set it below a client's pool expiry to exercise stale sockets.
+    ``max_connections`` caps open connections (default: what the file-descriptor limit allows, at most
+    1000); over it, the longest-idle ones are closed first. A connection that has not sent a whole request
+    head within ``header_timeout`` seconds is closed.
     """
 
     def __init__(
@@ -27,13 +32,17 @@ class MockServer:
         timeout_keep_alive: float = 5.0,
         log_level: str = "warning",
         ready_timeout: float = 10.0,
+        max_connections: int | None = None,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port {port} is outside 0-65535")
         if timeout_keep_alive <= 0:
             raise ValueError("timeout_keep_alive must be positive")
+        cap = default_max_connections() if max_connections is None else max_connections
         self.app = app
         self.host = host
+        self.max_connections = cap
         self._requested_port = port
         self._config = uvicorn.Config(
             app,
@@ -44,6 +53,8 @@ class MockServer:
             timeout_keep_alive=int(timeout_keep_alive) if timeout_keep_alive >= 1 else 1,
             access_log=False,
             ws="auto",
+            http=bounded_h11(cap, header_timeout),
+            limit_concurrency=cap + 1,
         )
         self._keep_alive = timeout_keep_alive
         self._ready_timeout = ready_timeout

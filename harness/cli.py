@@ -143,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         target = parse_target(args.target)
         target.configure(container=args.container)
+        if not args.list:
+            target.preflight()
     except TargetError as exc:
         print(f"sandproof check: {exc}", file=sys.stderr)
         return 2

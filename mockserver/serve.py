@@ -18,7 +18,7 @@ from mockserver.asgi.connections import DEFAULT_HEADER_TIMEOUT
 from mockserver.asgi.server import MockServer
 from mockserver.core import VirtualClock
 from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
-from mockserver.core.environment import DEFAULT_API_KEY, sdk_env
+from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 from mockserver.service import HttpMock
 
 __all__ = [
@@ -73,6 +73,7 @@ def env_lines(host: str, tensorlake_port: int, opensandbox_port: int, api_key: s
     values: dict[str, str] = {}
     values.update(sdk_env("tensorlake", f"http://{host}:{tensorlake_port}", api_key))
     values.update(sdk_env("opensandbox", f"http://{host}:{opensandbox_port}", api_key))
+    values[MOCK_KEY_ENV] = api_key
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
 
 

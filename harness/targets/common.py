@@ -6,12 +6,13 @@ import importlib
 from typing import Any, Literal
 
 from mockserver.core import environment
-from mockserver.core.environment import DEFAULT_API_KEY, PROVIDERS
+from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, PROVIDERS
 
 __all__ = [
     "API_KEY_ENV",
     "CAPABILITIES",
     "DEFAULT_API_KEY",
+    "MOCK_KEY_ENV",
     "PROVIDERS",
     "TENSORLAKE_CLOUD_URL",
     "Capability",

@@ -25,6 +25,7 @@ from harness.targets.common import (
     API_KEY_ENV,
     CAPABILITIES,
     DEFAULT_API_KEY,
+    MOCK_KEY_ENV,
     PROVIDERS,
     TENSORLAKE_CLOUD_URL,
     Capability,
@@ -248,6 +249,30 @@ class Target:
             self._api_keys[provider] = running.api_key
             self._admin[provider] = True
 
+    def preflight(self) -> None:
+        """Check once, before any contract runs, that the target can be reached; raise :class:`TargetError`.
+
+        A URL must accept a connection and answer HTTP; ``--container`` needs a Docker engine. A setup mistake
+        is then one line and exit status 2, not a failure per contract.
+        """
+        if self.kind == "mock" and self._use_container:
+            from harness.targets.containers import docker_status
+
+            ok, detail = docker_status()
+            if not ok:
+                raise TargetError(f"--container needs a Docker engine: {detail}")
+        if self.kind not in ("url", "cloud"):
+            return
+        import httpx
+
+        for provider, url in self._urls.items():
+            try:
+                httpx.get(url, timeout=5.0, trust_env=False)
+            except httpx.HTTPError as exc:
+                raise TargetError(
+                    f"target {self.spec!r}: cannot reach the {provider} server at {url}: {type(exc).__name__}: {exc}"
+                ) from exc
+
     def _probe_admin(self) -> None:
         """Ask each URL whether it serves the ``/_mock`` admin API."""
         from mockserver.admin.client import AdminClient
@@ -373,9 +398,9 @@ def parse_target(spec: str | None, environ: Mapping[str, str] | None = None) -> 
         return Target("mock", "mock")
     if text == "tensorlake-cloud":
         key = env.get("TENSORLAKE_API_KEY", "").strip()
-        if not key:
-            reason = "TENSORLAKE_API_KEY is not set; the tensorlake-cloud contracts run only with a real key"
-            return Target(text, "cloud", unavailable={"tensorlake": reason})
+        refused = _not_a_cloud_key(key, env)
+        if refused:
+            return Target(text, "cloud", unavailable={"tensorlake": refused})
         return Target(text, "cloud", urls={"tensorlake": TENSORLAKE_CLOUD_URL}, api_keys={"tensorlake": key})
     head, sep, rest = text.partition(":")
     if head in PROVIDERS:
@@ -392,6 +417,25 @@ def parse_target(spec: str | None, environ: Mapping[str, str] | None = None) -> 
             raise TargetError(f"{exc}\n{ACCEPTED_FORMS}") from exc
         return Target(text, "policy", engine=engine)
     raise TargetError(f"unknown target {text!r}\n{ACCEPTED_FORMS}")
+
+
+def _not_a_cloud_key(key: str, env: Mapping[str, str]) -> str | None:
+    """Return why ``key`` must not be sent to the real TensorLake cloud, or None when it may be."""
+    if not key:
+        return "TENSORLAKE_API_KEY is not set; the tensorlake-cloud contracts run only with a real key"
+    if key == DEFAULT_API_KEY or key == env.get(MOCK_KEY_ENV):
+        return (
+            "TENSORLAKE_API_KEY is the key `sandproof env` exports for the mocks, not a cloud key; "
+            "the tensorlake-cloud contracts run only with a real key"
+        )
+    api_url = env.get("TENSORLAKE_API_URL", "").strip()
+    host = urlsplit(api_url).hostname or ""
+    if api_url and host != urlsplit(TENSORLAKE_CLOUD_URL).hostname and not host.endswith(".tensorlake.ai"):
+        return (
+            f"TENSORLAKE_API_URL points at {api_url}, not the TensorLake cloud (set by `sandproof env`?); "
+            "unset it to run the tensorlake-cloud contracts"
+        )
+    return None
 
 
 def _check_url(spec: str, url: str) -> str:

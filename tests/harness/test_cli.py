@@ -95,3 +95,14 @@ def test_check_fails_a_wrong_engine_and_writes_the_report(tmp_path: Path) -> Non
     assert "| network-policy | ⏭ skipped | ❌ 0/1 passed |" in (report / "fidelity.md").read_text(encoding="utf-8")
     assert json.loads((report / "results.json").read_text(encoding="utf-8"))["profile"] == "dev"
     assert (report / "junit.xml").is_file()
+
+
+def test_an_unreachable_target_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert cli.main(["--target", f"tensorlake:http://127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot reach the tensorlake server" in err[0]

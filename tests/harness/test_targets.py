@@ -267,3 +267,39 @@ def test_describe_names_the_capabilities() -> None:
     )
     assert "skipped (TENSORLAKE_API_KEY is not set" in parse_target("tensorlake-cloud", {}).describe()
     assert os.environ.get("SANDPROOF_NEVER_SET") is None
+
+
+def test_the_cloud_target_refuses_the_key_sandproof_env_exports() -> None:
+    from mockserver.serve import env_lines
+
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in env_lines("127.0.0.1", 8911, 8080, "k-9"))
+    target = parse_target("tensorlake-cloud", exports)
+    reason = target.skip_reason("tensorlake")
+    assert reason is not None and "sandproof env" in reason
+    for key in ("sandproof-key", "k-9"):
+        env = {"TENSORLAKE_API_KEY": key, "SANDPROOF_MOCK_API_KEY": "k-9"}
+        assert parse_target("tensorlake-cloud", env).skip_reason("tensorlake") is not None
+    loopback = {"TENSORLAKE_API_KEY": "tl_real", "TENSORLAKE_API_URL": "http://127.0.0.1:8911"}
+    assert "not the TensorLake cloud" in str(parse_target("tensorlake-cloud", loopback).skip_reason("tensorlake"))
+    real = parse_target("tensorlake-cloud", {"TENSORLAKE_API_KEY": "tl_real"})
+    assert real.skip_reason("tensorlake") is None and real.api_key("tensorlake") == "tl_real"
+
+
+def test_preflight_names_an_unreachable_url_in_one_error() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    target = parse_target(f"opensandbox:http://127.0.0.1:{port}", {})
+    with pytest.raises(TargetError, match="cannot reach the opensandbox server"):
+        target.preflight()
+
+
+def test_preflight_of_a_container_target_needs_docker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.targets import containers
+
+    monkeypatch.setattr(containers, "docker_status", lambda: (False, "no Docker engine here"))
+    target = parse_target("mock", {}).configure(container=True)
+    with pytest.raises(TargetError, match="--container needs a Docker engine: no Docker engine here"):
+        target.preflight()

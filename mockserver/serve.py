@@ -6,6 +6,7 @@ stopped, and prints the ``export`` lines of their SDK environment.
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 import signal
 import threading
@@ -24,10 +25,12 @@ from mockserver.service import HttpMock
 __all__ = [
     "OPENSANDBOX_PORT",
     "TENSORLAKE_PORT",
+    "ServeError",
     "ServeOptions",
     "build_mocks",
     "env_command",
     "env_lines",
+    "is_loopback",
     "serve",
 ]
 
@@ -49,10 +52,37 @@ class ServeOptions:
     keep_alive: float = 5.0
     max_connections: int | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    admin_token: str | None = None
+    execd_token: str | None = None
 
 
-def build_mocks(*, seed: int | None, clock_mode: ClockMode, api_keys: Sequence[str] = ()) -> dict[str, HttpMock]:
-    """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys (default: any)."""
+class ServeError(ValueError):
+    """Raise when ``sandproof serve`` was asked for something unsafe or impossible (exit status 2)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether binding ``host`` keeps the server on this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def build_mocks(
+    *,
+    seed: int | None,
+    clock_mode: ClockMode,
+    api_keys: Sequence[str] = (),
+    admin_token: str | None = None,
+    execd_token: str | None = None,
+) -> dict[str, HttpMock]:
+    """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys (default: any).
+
+    ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox endpoints carry and execd
+    require ``X-EXECD-ACCESS-TOKEN``.
+    """
     from mockserver.opensandbox import OpenSandboxMock
     from mockserver.tensorlake import TensorLakeMock
 
@@ -62,10 +92,15 @@ def build_mocks(*, seed: int | None, clock_mode: ClockMode, api_keys: Sequence[s
         return VirtualClock(mode=clock_mode, start=start)
 
     keys = list(api_keys)
-    return {
+    mocks: dict[str, HttpMock] = {
         "tensorlake": TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None),
-        "opensandbox": OpenSandboxMock(seed=seed, clock=clock(), api_key=keys[0] if len(keys) == 1 else None),
+        "opensandbox": OpenSandboxMock(
+            seed=seed, clock=clock(), api_key=keys[0] if len(keys) == 1 else None, execd_token=execd_token
+        ),
     }
+    for mock in mocks.values():
+        mock.admin_token = admin_token
+    return mocks
 
 
 def env_lines(host: str, tensorlake_port: int, opensandbox_port: int, api_key: str = DEFAULT_API_KEY) -> list[str]:
@@ -93,7 +128,18 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given."""
     from mockserver.state_file import StateSaver, load_state
 
-    mocks = build_mocks(seed=options.seed, clock_mode=options.clock, api_keys=options.api_keys)
+    if not is_loopback(options.host) and not options.admin_token:
+        raise ServeError(
+            f"--host {options.host} exposes the /_mock admin API (it resets state and lists API keys) beyond "
+            "this machine: give --admin-token TOKEN, or bind a loopback address"
+        )
+    mocks = build_mocks(
+        seed=options.seed,
+        clock_mode=options.clock,
+        api_keys=options.api_keys,
+        admin_token=options.admin_token,
+        execd_token=options.execd_token,
+    )
     state_path = Path(options.state_file) if options.state_file else None
     if state_path is not None and load_state(state_path, mocks):
         out(f"restored state from {state_path}")

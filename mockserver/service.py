@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from mockserver.admin.guard import AdminGuard
 from mockserver.admin.routes import admin_routes
 from mockserver.asgi.middleware import FaultMiddleware, JournalMiddleware
 from mockserver.asgi.render import api_error_handler
@@ -67,6 +68,10 @@ class HttpMock(MockCore):
 
         return httpx.ASGITransport(app=self.app)
 
+    #: When set, every ``/_mock`` request must carry this token (see :mod:`mockserver.admin.guard`).
+    admin_token: str | None = None
+
     def wrap(self, app: ASGIApp) -> ASGIApp:
-        """Wrap ``app`` in fault injection and the journal."""
-        return JournalMiddleware(FaultMiddleware(app, self.faults), self.journal, self.clock, self.provider)
+        """Wrap ``app`` in fault injection and the journal (and the admin guard when a token is set)."""
+        wrapped: ASGIApp = JournalMiddleware(FaultMiddleware(app, self.faults), self.journal, self.clock, self.provider)
+        return AdminGuard(wrapped, self.admin_token) if self.admin_token else wrapped

@@ -41,6 +41,10 @@ def parser() -> argparse.ArgumentParser:
                 default=None,
                 help="open connections per mock; over it the longest-idle are closed (default: fits the fd limit)",
             )
+            cmd.add_argument("--admin-token", default=None, help="require this token on /_mock (needed off loopback)")
+            cmd.add_argument(
+                "--execd-token", default=None, help="OpenSandbox execd requires X-EXECD-ACCESS-TOKEN with this value"
+            )
             cmd.add_argument(
                 "--header-timeout",
                 type=float,
@@ -62,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_main(args_list[1:])
     args = parser().parse_args(args_list)
     if args.command == "serve":
-        from mockserver.serve import ServeOptions, serve
+        from mockserver.serve import ServeError, ServeOptions, serve
 
         options = ServeOptions(
             host=args.host,
@@ -75,8 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             keep_alive=args.keep_alive,
             max_connections=args.max_connections,
             header_timeout=args.header_timeout,
+            admin_token=args.admin_token,
+            execd_token=args.execd_token,
         )
-        return serve(options, out=lambda line: print(line, flush=True))
+        try:
+            return serve(options, out=lambda line: print(line, flush=True))
+        except ServeError as exc:
+            print(f"sandproof serve: {exc}", file=sys.stderr)
+            return 2
     from mockserver.core.environment import DEFAULT_API_KEY
     from mockserver.serve import env_lines
 

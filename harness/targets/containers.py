@@ -9,6 +9,7 @@ it can be checked without a Docker engine; :func:`docker_status` tells whether a
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ __all__ = [
     "CONTAINER_PORTS",
     "DEFAULT_IMAGE",
     "IMAGE_ENV",
-    "READY_PATH",
+    "READY_PATHS",
     "ContainerSpec",
     "MockContainer",
     "configure",
@@ -32,7 +33,8 @@ __all__ = [
 IMAGE_ENV = "SANDPROOF_IMAGE"
 DEFAULT_IMAGE = "sandproof-mock:latest"
 CONTAINER_PORTS: dict[str, int] = {"tensorlake": 8911, "opensandbox": 8080}
-READY_PATH = "/_mock/clock"
+#: What the wait strategy and the image's health check probe: answers 200 without any credentials.
+READY_PATHS = {"tensorlake": "/openapi.json", "opensandbox": "/health"}
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -46,6 +48,7 @@ class ContainerSpec:
     env: Mapping[str, str] = field(default_factory=lambda: {"PYTHONUNBUFFERED": "1"})
     startup_timeout: int = 60
     build_context: Path | None = None
+    admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(16))
 
     def command(self) -> list[str]:
         """Return the container command (the image's entry point is ``sandproof``)."""
@@ -59,13 +62,15 @@ class ContainerSpec:
             str(self.ports["opensandbox"]),
             "--api-key",
             self.api_key,
+            "--admin-token",
+            self.admin_token,
         ]
 
     def wait_strategy(self) -> Any:
-        """Return the testcontainers strategy that waits for both admin APIs to answer 200."""
+        """Return the testcontainers strategy that waits for both mocks to answer 200."""
         from testcontainers.core.wait_strategies import CompositeWaitStrategy, HttpWaitStrategy
 
-        checks = [HttpWaitStrategy(self.ports[p], READY_PATH).for_status_code(200) for p in PROVIDERS]
+        checks = [HttpWaitStrategy(self.ports[p], READY_PATHS[p]).for_status_code(200) for p in PROVIDERS]
         return CompositeWaitStrategy(*checks).with_startup_timeout(self.startup_timeout)
 
 

@@ -98,6 +98,7 @@ class Target:
         self._api_keys: dict[str, str] = dict(api_keys or {})
         self._unavailable: dict[str, str] = dict(unavailable or {})
         self._admin: dict[str, bool] = {}
+        self.admin_token: str | None = None
         self._engines: dict[str, Any] = {}
         self._mocks: MockStack | None = None
         self._own_mocks = False
@@ -233,6 +234,7 @@ class Target:
                 raise TargetError(f"cannot start the sandproof mock container: {exc}") from exc
             self._urls = dict(self._container.urls)
             self._api_keys = {p: self._container.spec.api_key for p in PROVIDERS}
+            self.admin_token = self._container.spec.admin_token
             self._admin = dict.fromkeys(PROVIDERS, True)
             return
         stack = mocks if mocks is not None else MockStack()
@@ -278,7 +280,7 @@ class Target:
         from mockserver.admin.client import AdminClient
 
         for provider, url in self._urls.items():
-            client = AdminClient(url, timeout=5)
+            client = AdminClient(url, timeout=5, token=self.admin_token)
             try:
                 self._admin[provider] = client.available()
             finally:
@@ -361,7 +363,7 @@ class Target:
         self._require(provider, "admin")
         from mockserver.admin.client import AdminClient
 
-        return AdminClient(self._urls[provider])
+        return AdminClient(self._urls[provider], token=self.admin_token)
 
     def mock(self, provider: str) -> HttpMock | None:
         """Return the in-process mock object for ``provider``, or None when the target is not one."""

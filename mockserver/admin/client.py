@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import httpx
+
+from mockserver.core.environment import ADMIN_TOKEN_ENV
 
 
 class AdminError(RuntimeError):
@@ -14,8 +17,19 @@ class AdminError(RuntimeError):
 class AdminClient:
     """Drive a mock's admin API over HTTP (reset, snapshot, clock, faults, journal, DNS)."""
 
-    def __init__(self, base_url: str, *, transport: httpx.BaseTransport | None = None, timeout: float = 10) -> None:
-        self._http = httpx.Client(base_url=base_url.rstrip("/") + "/_mock", transport=transport, timeout=timeout)
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 10,
+        token: str | None = None,
+    ) -> None:
+        token = token if token is not None else os.environ.get(ADMIN_TOKEN_ENV) or None
+        headers = {"x-sandproof-admin-token": token} if token else {}
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/_mock", transport=transport, timeout=timeout, headers=headers
+        )
 
     def close(self) -> None:
         """Close the HTTP client."""

@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_API_KEY", "MOCK_KEY_ENV", "PROVIDERS", "sdk_env"]
+__all__ = ["ADMIN_TOKEN_ENV", "DEFAULT_API_KEY", "MOCK_KEY_ENV", "PROVIDERS", "sdk_env"]
 
 #: The key sandproof's own clients send when none is given (any non-empty key works against the mocks).
 DEFAULT_API_KEY = "sandproof-key"
 PROVIDERS: tuple[str, ...] = ("tensorlake", "opensandbox")
 #: ``sandproof env`` exports the mock key under this name too, so a cloud target can refuse to send it anywhere.
 MOCK_KEY_ENV = "SANDPROOF_MOCK_API_KEY"
+#: The admin token of a guarded mock: ``sandproof serve`` and the admin client read it when none is given.
+ADMIN_TOKEN_ENV = "SANDPROOF_ADMIN_TOKEN"
 
 
 def sdk_env(provider: str, url: str, api_key: str | None = None, *, cloud: bool = False) -> dict[str, str]:

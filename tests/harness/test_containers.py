@@ -15,7 +15,7 @@ from harness.targets import containers
 from harness.targets.containers import (
     CONTAINER_PORTS,
     DEFAULT_IMAGE,
-    READY_PATH,
+    READY_PATHS,
     ContainerSpec,
     MockContainer,
     configure,
@@ -39,6 +39,7 @@ def test_spec_command_is_what_sandproof_serve_accepts() -> None:
     args = mock_cli.parser().parse_args(spec.command())
     assert args.command == "serve" and args.host == "0.0.0.0"
     assert (args.tensorlake_port, args.opensandbox_port, args.api_key) == (8911, 8080, ["k-1"])
+    assert args.admin_token == spec.admin_token and len(spec.admin_token) >= 16
     assert dict(spec.ports) == CONTAINER_PORTS == {"tensorlake": 8911, "opensandbox": 8080}
 
 
@@ -48,8 +49,8 @@ def test_wait_strategy_polls_both_admin_apis() -> None:
     checks = strategy._strategies
     assert all(isinstance(c, HttpWaitStrategy) for c in checks)
     assert sorted((c._port, c._path, tuple(c._status_codes)) for c in checks) == [
-        (8080, READY_PATH, (200,)),
-        (8911, READY_PATH, (200,)),
+        (8080, READY_PATHS["opensandbox"], (200,)),
+        (8911, READY_PATHS["tensorlake"], (200,)),
     ]
     assert strategy._startup_timeout == 42 and all(c._startup_timeout == 42 for c in checks)
 
@@ -78,7 +79,7 @@ def test_dockerfile_matches_the_spec() -> None:
     assert re.search(r"^RUN pip install \.", text, re.M)
     assert re.search(r"^EXPOSE 8911 8080$", text, re.M)
     assert '["sandproof"]' in text and '["serve", "--host", "0.0.0.0"]' in text
-    assert READY_PATH in text  # the image's own health check probes what the wait strategy probes
+    assert READY_PATHS["tensorlake"] in text  # the image's own health check probes what the wait strategy probes
     ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
     assert {".git", ".venv", ".cache", "tests"} <= set(ignored)
 
@@ -102,5 +103,5 @@ def test_live_container_serves_both_mocks() -> None:
     if not available:
         pytest.skip(reason)
     with MockContainer() as box:
-        for url in box.urls.values():
-            assert httpx.get(url + READY_PATH, timeout=10).status_code == 200
+        for provider, url in box.urls.items():
+            assert httpx.get(url + READY_PATHS[provider], timeout=10).status_code == 200

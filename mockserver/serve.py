@@ -14,13 +14,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mockserver.asgi.connections import DEFAULT_HEADER_TIMEOUT
-from mockserver.asgi.server import MockServer
 from mockserver.core import VirtualClock
 from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
 from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
-from mockserver.service import HttpMock
+
+if TYPE_CHECKING:
+    from mockserver.service import HttpMock
 
 __all__ = [
     "OPENSANDBOX_PORT",
@@ -36,6 +37,8 @@ __all__ = [
 
 TENSORLAKE_PORT = 8911
 OPENSANDBOX_PORT = 8080
+#: Seconds a connection may take to send a request head (see :mod:`mockserver.asgi.connections`).
+DEFAULT_HEADER_TIMEOUT = 10.0
 
 
 @dataclass
@@ -126,6 +129,7 @@ def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
 
 def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given."""
+    from mockserver.asgi.server import MockServer
     from mockserver.state_file import StateSaver, load_state
 
     if not is_loopback(options.host) and not options.admin_token:

@@ -24,7 +24,7 @@ from harness.targets.containers import (
 )
 from sandproof import cli as mock_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class _NoEngine:

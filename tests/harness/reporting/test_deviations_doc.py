@@ -2,7 +2,7 @@ from pathlib import Path
 
 from harness.reporting import deviations_doc as coverage
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_deviations_doc_is_current() -> None:

@@ -17,7 +17,7 @@ from harness.reporting import report as report_module
 from harness.targets import mocks as mock_stack
 from mockserver.asgi.server import MockServer
 
-from .fakes import FAKE_CLASSES
+from tests.harness.fakes import FAKE_CLASSES
 
 pytest_plugins = ["pytester"]
 
@@ -300,7 +300,7 @@ def test_policy_contract_fails_a_wrong_engine_listing_the_checks(
 ) -> None:
     settings.register_profile("sandproof-tests-tiny", max_examples=5, deadline=None)
     monkeypatch.setenv("HYPOTHESIS_PROFILE", "sandproof-tests-tiny")
-    contract = Path(__file__).resolve().parents[2] / "harness" / "contracts" / "test_policy.py"
+    contract = Path(__file__).resolve().parents[3] / "harness" / "contracts" / "test_policy.py"
     wrong = pytester.runpytest_inprocess(
         str(contract), "-p", "no:cacheprovider", "--sandproof-target=policy:tests.harness.fakes:allow_everything"
     )

@@ -16,7 +16,7 @@ from harness.targets.engines import check_engine, load_engine
 from harness.targets.mocks import MockStack
 from mockserver.asgi.server import MockServer
 
-from .fakes import FAKE_CLASSES, FakeOpenSandbox
+from tests.harness.fakes import FAKE_CLASSES, FakeOpenSandbox
 
 
 def test_mock_is_the_default_form_and_covers_everything() -> None:

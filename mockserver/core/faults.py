@@ -7,6 +7,7 @@ import itertools
 import json
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -164,8 +165,23 @@ class FaultSet:
         with self._lock:
             return list(self._rules)
 
-    def take(self, method: str, path: str, sandbox_ids: frozenset[str]) -> FaultRule | None:
-        """Return the first rule that fires for this request, spending one of its ``times``."""
+    def __bool__(self) -> bool:
+        """Tell whether any rule is active (read without the lock: a cheap test on every request)."""
+        return bool(self._rules)
+
+    def take(
+        self, method: str, path: str, sandbox_ids: frozenset[str] | Callable[[], frozenset[str]]
+    ) -> FaultRule | None:
+        """Return the first rule that fires for this request, spending one of its ``times``.
+
+        ``sandbox_ids`` may be a callable, computed only when a rule narrowed to a sandbox needs it.
+        """
+        if not self._rules:
+            return None
+        if callable(sandbox_ids) and any(r.sandbox_id is not None for r in self.rules()):
+            sandbox_ids = sandbox_ids()
+        elif callable(sandbox_ids):
+            sandbox_ids = frozenset()
         with self._lock:
             for rule in self._rules:
                 if not rule.matches(method, path, sandbox_ids):

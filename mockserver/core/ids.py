@@ -27,7 +27,7 @@ class IdFactory:
     def token(self, length: int = 21, alphabet: str = LOWER_ALNUM) -> str:
         """Return a random string of ``length`` characters from ``alphabet``."""
         with self._lock:
-            return "".join(self._rng.choice(alphabet) for _ in range(length))
+            return "".join(self._rng.choices(alphabet, k=length))
 
     def uuid4(self) -> str:
         """Return a UUID4 string drawn from the seeded source."""

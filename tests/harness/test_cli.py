@@ -29,6 +29,16 @@ def test_pytest_args_carry_every_option(tmp_path: Path) -> None:
     assert "--collect-only" in listing and "--sandproof-container" in listing and "-qq" in listing
 
 
+def test_concurrency_reaches_the_plugin_only_when_given(tmp_path: Path) -> None:
+    chosen = cli.pytest_args(cli.build_parser().parse_args(["--concurrency", "8"]), tmp_path)
+    assert "--sandproof-concurrency=8" in chosen
+    assert "--sandproof-concurrency=0" in cli.pytest_args(
+        cli.build_parser().parse_args(["--concurrency", "0"]), tmp_path
+    )
+    default = cli.pytest_args(cli.build_parser().parse_args([]), tmp_path)
+    assert not any(arg.startswith("--sandproof-concurrency") for arg in default)
+
+
 def test_plugin_is_named_only_when_it_does_not_autoload(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     args = cli.build_parser().parse_args([])
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)

@@ -19,7 +19,6 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -137,7 +136,10 @@ class TwoStepPatch:
 
 
 class ReadModifyWriteMerge:
-    """Merge OpenSandbox egress rules by GET, a ``delay``, and PUT of the merge (one of two concurrent merges is lost)."""
+    """Merge OpenSandbox egress rules by GET, a ``delay``, and PUT of the merge (one of two concurrent merges is lost).
+
+    A body the real route rejects goes to the real route, so one request at a time it answers as the mock does.
+    """
 
     def __init__(self, app: ASGIApp, delay: float = 0.01) -> None:
         self.app = app
@@ -148,12 +150,14 @@ class ReadModifyWriteMerge:
             await self.app(scope, receive, send)
             return
         raw = await read_request(receive)
+        rules = _json(raw)
         status, _, current = await call(self.app, scope, "GET")
+        if status != 200 or not isinstance(rules, list) or not rules:  # the real route answers these
+            await answer(send, await call(self.app, scope, "PATCH", raw))
+            return
         try:
-            seen = _json(current).get("policy") if status == 200 else None
-            merged = merge_rules(
-                NetworkPolicy.from_json(seen) if isinstance(seen, dict) else None, parse_rules(_json(raw))
-            )
+            seen = _json(current).get("policy")
+            merged = merge_rules(NetworkPolicy.from_json(seen) if isinstance(seen, dict) else None, parse_rules(rules))
         except (PolicyError, AttributeError, TypeError):
             await answer(send, await call(self.app, scope, "PATCH", raw))
             return
@@ -226,11 +230,6 @@ MUTANTS: tuple[type[TensorLakeMock] | type[OpenSandboxMock], ...] = (
 def mutant_name(cls: type[Any]) -> str:
     """Return the registry name of a mutant class (``StaleGetTensorLake`` -> ``stale-get-tensor-lake``)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "-", cls.__name__).lower()
-
-
-def names(classes: Iterable[type[Any]] = MUTANTS) -> list[str]:
-    """Return the registry names of ``classes``."""
-    return [mutant_name(cls) for cls in classes]
 
 
 register_mutants(SUITE, {mutant_name(m): m for m in MUTANTS})

@@ -1,6 +1,7 @@
 """``sandproof check``: run the contract suite in ``harness/contracts`` against a target and summarise it.
 
-``sandproof check --target T [--profile ci|thorough] [--report DIR] [-k EXPR] [--list] [--container]``
+``sandproof check --target T [--profile ci|thorough] [--report DIR] [-k EXPR] [--list] [--container]
+[--concurrency N]``
 runs pytest on the shipped contract modules with the sandproof plugin, prints pytest's progress, then the
 per provider and operation summary, and exits non-zero when a contract fails (or nothing was selected).
 """
@@ -42,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-k", dest="keyword", metavar="EXPR", help="only run contracts matching EXPR")
     parser.add_argument("--list", action="store_true", help="list the contracts and whether the target runs them")
     parser.add_argument("--container", action="store_true", help="run the mock target in a Docker container")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="clients of the concurrency contract (default 4; 0 skips it)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="less pytest output")
     return parser
 
@@ -78,6 +85,8 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         argv += ["-k", args.keyword]
     if args.container:
         argv.append("--sandproof-container")
+    if getattr(args, "concurrency", None) is not None:
+        argv.append(f"--sandproof-concurrency={args.concurrency}")
     if args.list:
         argv.append("--collect-only")
     return argv

@@ -5,7 +5,8 @@ installed. Importing it has no side effects; everything happens in hooks, per py
 are only imported and started when a fixture or contract test needs them.
 
 Options: ``--sandproof-target=T`` (default ``mock``), ``--sandproof-container``, ``--sandproof-report=DIR``,
-``--sandproof-provider=P`` (repeatable; run only those providers' contracts).
+``--sandproof-provider=P`` (repeatable; run only those providers' contracts), ``--sandproof-concurrency=N``
+(clients of the concurrency contract, default 4; 0 skips it).
 Markers: ``contract(provider, operation, requires=("api",))`` and ``sdk(provider, operation=None)``.
 Fixtures: ``sandproof_target``, ``tensorlake_mock``, ``opensandbox_mock``, ``opensandbox_asgi``.
 The per-run state lives in :mod:`harness.plugin.state`, the Hypothesis profiles in
@@ -14,6 +15,7 @@ The per-run state lives in :mod:`harness.plugin.state`, the Hypothesis profiles 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import shutil
 import sys
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
     "HYPOTHESIS_PROFILES",
     "ContractInfo",
     "SandproofState",
@@ -54,7 +57,21 @@ __all__ = [
 ]
 
 
+#: Clients of the concurrency contract unless ``--sandproof-concurrency`` says otherwise.
+DEFAULT_CONCURRENCY = 4
+
 # --- options, markers, configuration ------------------------------------------------------------------
+
+
+def _clients(value: str) -> int:
+    """Parse ``--sandproof-concurrency``: a whole number of clients, 0 or more."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of clients, got {value!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"the number of clients cannot be negative, got {count}")
+    return count
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -85,6 +102,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=PROVIDERS,
         default=None,
         help="run only this provider's contract and sdk tests (repeatable)",
+    )
+    group.addoption(
+        "--sandproof-concurrency",
+        type=_clients,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help=f"clients of the concurrency contract (default {DEFAULT_CONCURRENCY}; 0 skips it)",
     )
 
 

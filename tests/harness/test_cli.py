@@ -29,6 +29,16 @@ def test_pytest_args_carry_every_option(tmp_path: Path) -> None:
     assert "--collect-only" in listing and "--sandproof-container" in listing and "-qq" in listing
 
 
+def test_concurrency_reaches_the_plugin_only_when_given(tmp_path: Path) -> None:
+    chosen = cli.pytest_args(cli.build_parser().parse_args(["--concurrency", "8"]), tmp_path)
+    assert "--sandproof-concurrency=8" in chosen
+    assert "--sandproof-concurrency=0" in cli.pytest_args(
+        cli.build_parser().parse_args(["--concurrency", "0"]), tmp_path
+    )
+    default = cli.pytest_args(cli.build_parser().parse_args([]), tmp_path)
+    assert not any(arg.startswith("--sandproof-concurrency") for arg in default)
+
+
 def test_plugin_is_named_only_when_it_does_not_autoload(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     args = cli.build_parser().parse_args([])
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
@@ -55,9 +65,9 @@ def test_container_flag_only_with_the_mock_target(capsys: pytest.CaptureFixture[
 def test_list_shows_each_contract_and_whether_it_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--list", "--target", "policy:contracts.tensorlake_adapter:reference_engine"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    tl = next(line for line in lines if line.startswith("tensorlake "))
+    tl = next(line for line in lines if line.startswith("tensorlake ") and "network-policy" in line)
     osb = next(line for line in lines if line.startswith("opensandbox "))
-    assert "network-policy" in tl and "test_policy.py::test_policy_engine_passes_checks[tensorlake]" in tl
+    assert "test_policy.py::test_policy_engine_passes_checks[tensorlake]" in tl
     assert tl.endswith("[runs]") and "[skip: target 'policy:" in osb and "does not cover opensandbox" in osb
     total = re.match(r"(\d+) contract tests; target policy:contracts.tensorlake_adapter:reference_engine", lines[-1])
     assert total is not None and int(total.group(1)) == sum(1 for line in lines[:-1] if line.endswith("]"))

@@ -1,7 +1,8 @@
 """sandproof's own mutant catalogue, judged by the contracts: ``python -m tests.mutants [--report DIR]``.
 
-Four families: wrong TensorLake and OpenSandbox policy engines (judged by the policy checks) and wrong mocks
-of both providers (judged by the API state machines). Exits 1 when any mutant survives.
+Five families: wrong TensorLake and OpenSandbox policy engines (judged by the policy checks), wrong mocks
+of both providers (judged by the API state machines) and mocks that are wrong only under concurrency (judged
+by the concurrency contract). Exits 1 when any mutant survives.
 """
 
 from __future__ import annotations
@@ -13,12 +14,19 @@ from harness.reporting.mutation import Family, kills_opensandbox_engine, kills_t
 
 
 def families() -> list[Family]:
-    """Return the catalogue's four families."""
+    """Return the catalogue's five families."""
+    from harness.concurrency.runner import kills_mutant as kills_concurrency_mock
     from harness.machines.opensandbox.run import kills_mutant as kills_opensandbox_mock
     from harness.machines.tensorlake.run import kills_mutant as kills_tensorlake_mock
-    from tests.mutants import opensandbox_engines, opensandbox_mocks, tensorlake_engines, tensorlake_mocks
+    from tests.mutants import (
+        concurrency_mocks,
+        opensandbox_engines,
+        opensandbox_mocks,
+        tensorlake_engines,
+        tensorlake_mocks,
+    )
 
-    del opensandbox_mocks, tensorlake_mocks  # imported for their registrations
+    del concurrency_mocks, opensandbox_mocks, tensorlake_mocks  # imported for their registrations
     return [
         Family(
             "tensorlake policy engines",
@@ -32,6 +40,7 @@ def families() -> list[Family]:
         ),
         Family("tensorlake-api mocks", load_mutants("tensorlake-api"), kills_tensorlake_mock),
         Family("opensandbox-api mocks", load_mutants("opensandbox-api"), kills_opensandbox_mock),
+        Family("concurrency mocks", load_mutants("concurrency"), kills_concurrency_mock),
     ]
 
 

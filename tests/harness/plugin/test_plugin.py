@@ -168,6 +168,19 @@ def test_provider_option_deselects_other_providers(pytester: pytest.Pytester) ->
     result.assert_outcomes(passed=2, deselected=3)
 
 
+def test_concurrency_option_counts_clients_and_rejects_negatives(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        "def test_n(request):\n    print('clients', request.config.getoption('sandproof_concurrency'))\n"
+    )
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", "-s").stdout.fnmatch_lines(["*clients 4*"])
+    chosen = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-s", "--sandproof-concurrency=12")
+    chosen.stdout.fnmatch_lines(["*clients 12*"])
+    for bad in ("-1", "many"):
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--sandproof-concurrency={bad}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--sandproof-concurrency*expected a whole number of clients, got 'many'*"])
+
+
 def test_mock_fixtures_set_and_restore_env_and_reset_between_tests(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

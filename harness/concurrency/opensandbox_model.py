@@ -1,0 +1,171 @@
+"""OpenSandbox's sequential specification for the concurrency contract: the mock's own model, one sandbox at a time.
+
+This is the only module of :mod:`harness.concurrency` that imports ``mockserver.opensandbox``: when the model
+moves, re-point the imports here. Each sandbox's state is the model's own dump of an ``OpenSandboxState``
+holding just that sandbox (its filesystem left out), as canonical JSON. :meth:`OpenSandboxSpec.step` loads it,
+calls what the routes call (``parse_create`` + ``create``, ``find``, ``list``, ``delete``, and the sidecar's
+``apply_patch`` / ``apply_delete`` / ``status_body``) and dumps it again; no rule is restated here.
+
+Both sides' answers go through :func:`output_of`: the status code, the error code (with the admin API only),
+a sandbox's lifecycle ``state``, and the sidecar's policy answer without ``enforcementMode`` (a deployment
+setting, not state). A sidecar that cannot be reached (the sandbox is gone: 404 or 5xx) answers
+:data:`UNREACHABLE`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from contracts.opensandbox import PolicyError
+from harness.concurrency.history import Operation
+from harness.concurrency.linearizability import Spec
+from harness.concurrency.workload import ABSENT
+from mockserver.core import ApiError, IdFactory, VirtualClock
+from mockserver.opensandbox.egress import apply_delete, apply_patch, status_body
+from mockserver.opensandbox.models import OpenSandboxState
+from mockserver.opensandbox.profiles import make_profile
+from mockserver.opensandbox.spec import MAX_PAGE_SIZE, parse_create
+from mockserver.opensandbox.validation import RequestValidationError
+from mockserver.sandbox.filesystem import FileSystem
+
+__all__ = ["EGRESS_KINDS", "MAX_PAGE_SIZE", "UNREACHABLE", "OpenSandboxSpec", "list_view", "output_of"]
+
+TENANT = "default"
+ENFORCEMENT = "dns"
+#: The output of a sidecar request to a sandbox that is gone.
+UNREACHABLE = ("unreachable",)
+EGRESS_KINDS = frozenset({"egress-get", "egress-patch", "egress-delete"})
+_EMPTY_FS = FileSystem(now=lambda: 0.0, user="root").dump()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def sandbox_view(body: Any) -> str:
+    """Return the compared part of a lifecycle ``Sandbox`` body: its state."""
+    status = body.get("status") if isinstance(body, Mapping) else None
+    state = status.get("state") if isinstance(status, Mapping) else None
+    return _canonical({"state": state})
+
+
+def policy_view(body: Any) -> str:
+    """Return the compared part of a sidecar ``/policy`` answer (all but ``enforcementMode``)."""
+    if not isinstance(body, Mapping):
+        return _canonical({"unreadable": str(body)[:200]})
+    return _canonical({k: v for k, v in body.items() if k != "enforcementMode"})
+
+
+def output_of(kind: str, status: int, body: Any, *, strict: bool) -> Hashable:
+    """Return the comparable output of one answer (the model's or the target's) to a ``kind`` request."""
+    if kind in EGRESS_KINDS:
+        if status == 404 or status >= 500:
+            return UNREACHABLE
+        if status >= 300:
+            return ("error", status)
+        return ("ok", status, policy_view(body))
+    if status >= 300:
+        code = body.get("code") if strict and isinstance(body, Mapping) else None
+        return ("error", status, code)
+    if kind == "create":
+        return ("created", status, sandbox_view(body))
+    if kind == "delete":
+        return ("ok", status)
+    return ("ok", status, sandbox_view(body))
+
+
+def list_view(item: Any) -> Hashable:
+    """Return what one list item (or None: not listed) says about its sandbox."""
+    return ABSENT if item is None else ("listed", sandbox_view(item))
+
+
+class OpenSandboxSpec(Spec[str]):
+    """The OpenSandbox model (Docker runtime profile) as a sequential specification of one sandbox."""
+
+    def __init__(self, *, strict: bool, label: tuple[str, str], start: float = 0.0) -> None:
+        self.strict = strict
+        self.label = label
+        self.start = start
+        self.profile = make_profile("docker")
+        self._memo: dict[tuple[str, Hashable], tuple[str, Hashable]] = {}
+        self._initial = self._save(self._model())
+
+    def _model(self) -> OpenSandboxState:
+        return OpenSandboxState(self.profile, VirtualClock("manual", start=self.start), IdFactory(0))
+
+    def _load(self, state: str) -> OpenSandboxState:
+        data = json.loads(state)
+        for sandbox in data["sandboxes"]:
+            sandbox["fs"] = _EMPTY_FS
+        model = self._model()
+        model.load(data)
+        return model
+
+    @staticmethod
+    def _save(model: OpenSandboxState) -> str:
+        data = model.dump()
+        for sandbox in data["sandboxes"]:
+            sandbox.pop("fs", None)
+        return _canonical(data)
+
+    def initial(self) -> str:
+        """Return the dump of an empty model (the sandbox is not created yet, or deleted)."""
+        return self._initial
+
+    def step(self, state: str, op: Operation) -> tuple[str, Hashable]:
+        """Apply one operation through the model (memoised on state and input)."""
+        memo = self._memo.get((state, op.input))
+        if memo is None:
+            memo = self._apply(state, op.input)
+            self._memo[(state, op.input)] = memo
+        return memo
+
+    def _apply(self, state: str, request: Hashable) -> tuple[str, Hashable]:
+        if not isinstance(request, tuple) or not request:
+            raise ValueError(f"not an OpenSandbox concurrency input: {request!r}")
+        kind = str(request[0])
+        model = self._load(state)
+        ident = next(iter(model.sandboxes), "not-created")
+        try:
+            output = self._answer(model, kind, ident, request)
+        except RequestValidationError:
+            output = output_of(kind, 422, None, strict=self.strict)
+        except ApiError as exc:
+            output = output_of(kind, exc.status, {"code": exc.code}, strict=self.strict)
+        return self._save(model), output
+
+    def _answer(self, model: OpenSandboxState, kind: str, ident: str, request: tuple[Any, ...]) -> Hashable:
+        strict = self.strict
+        if kind == "create":
+            record = model.create(TENANT, parse_create(json.loads(str(request[1])), self.profile.name))
+            return output_of(kind, 202, record.create_response(), strict=strict)
+        if kind == "get":
+            return output_of(kind, 200, model.find(ident, TENANT).to_json(), strict=strict)
+        if kind == "delete":
+            model.delete(TENANT, ident)
+            return output_of(kind, 204, None, strict=strict)
+        if kind == "list":
+            page = model.list(TENANT, [], dict([self.label]), 1, MAX_PAGE_SIZE)
+            return list_view(page["items"][0] if page["items"] else None)
+        if kind in EGRESS_KINDS:
+            found = model.lookup(ident)
+            if found is None:
+                return UNREACHABLE
+            if kind == "egress-get":
+                return output_of(kind, 200, status_body(found, ENFORCEMENT, with_policy=True), strict=strict)
+            try:
+                (apply_patch if kind == "egress-patch" else apply_delete)(found, json.loads(str(request[1])))
+            except PolicyError:
+                return output_of(kind, 400, None, strict=strict)
+            return output_of(kind, 200, status_body(found, ENFORCEMENT, with_policy=False), strict=strict)
+        raise ValueError(f"unknown OpenSandbox concurrency operation {kind!r}")
+
+    def describe(self, state: str) -> str:
+        """Return the sandbox's state and policy, or that there is none (not created yet, or deleted)."""
+        model = self._load(state)
+        for record in model.sandboxes.values():
+            policy = status_body(record, ENFORCEMENT, with_policy=True)
+            return f"{sandbox_view(record.to_json())} policy {policy_view(policy)}"
+        return "no sandbox (not created yet, or deleted)"

@@ -1,0 +1,88 @@
+"""Contract: concurrent clients see the target's sandboxes change atomically (every history is linearizable).
+
+N clients (``--sandproof-concurrency=N``, ``sandproof check --concurrency N``; 4 by default, 0 skips) run
+random operations on a few shared sandboxes at once and record when each request was sent and answered;
+every sandbox's history must then be explainable by running the operations one at a time, each at an
+instant inside its request, through the mock's own model (:mod:`harness.concurrency`). TensorLake: create,
+GET, list, delete, and PATCH ``network`` in its three forms (a policy, ``null``, omitted); OpenSandbox:
+create, GET, list, delete, and the egress sidecar's GET, PATCH (merge) and DELETE on ``/policy``.
+
+Budget from the Hypothesis profile: ``max(50, 1.5 * max_examples)`` operations per client (``ci``: 90).
+With the ``/_mock`` admin API the target is reset and its clock held (manual) for the run, and error codes
+are compared too; without it the run deletes what it created. The seed is ``--hypothesis-seed`` when given,
+else random; a failure prints it with the replay command and the witnesses (see ``docs/harness.md``). With
+``--sandproof-report=DIR`` each provider's history and verdicts go to ``DIR/concurrency-<provider>.json``.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from hypothesis import settings
+
+from harness.concurrency.runner import PROVIDERS, run_provider
+from harness.plugin import sandproof_state
+from harness.targets import Target
+
+MIN_PER_CLIENT = 50
+PER_EXAMPLE = 1.5
+
+
+def operations_per_client() -> int:
+    """Return this profile's operations per client."""
+    return max(MIN_PER_CLIENT, int(PER_EXAMPLE * settings().max_examples))
+
+
+def _seed() -> int:
+    """Return ``--hypothesis-seed`` when given, else a fresh seed."""
+    from hypothesis import core
+
+    forced = core.global_force_seed
+    return int(forced) if isinstance(forced, int) else secrets.randbits(32)
+
+
+@pytest.mark.parametrize(
+    "provider", [pytest.param(p, marks=pytest.mark.contract(p, "concurrency"), id=p) for p in PROVIDERS]
+)
+def test_concurrent_histories_are_linearizable(
+    provider: str, sandproof_target: Target, request: pytest.FixtureRequest
+) -> None:
+    """Run the concurrent workload on the target; every sandbox's history must be linearizable."""
+    clients = int(request.config.getoption("sandproof_concurrency"))
+    if clients <= 0:
+        pytest.skip("the concurrency contract is off (--sandproof-concurrency=0)")
+    if sandproof_target.kind == "cloud":
+        pytest.skip("the concurrency contract is not run against the real cloud (it creates sandboxes fast)")
+    url = sandproof_target.url(provider)
+    admin = sandproof_target.admin_client(provider) if sandproof_target.admin_available(provider) else None
+    state = sandproof_state(request.config)
+    dump = state.report_dir / f"concurrency-{provider}.json" if state.report_dir is not None else None
+    seed = _seed()
+    try:
+        result = run_provider(
+            provider,
+            url,
+            api_key=sandproof_target.api_key(provider),
+            admin=admin,
+            clients=clients,
+            operations=clients * operations_per_client(),
+            seed=seed,
+            history_file=dump,
+        )
+    finally:
+        if admin is not None:
+            admin.close()
+    request.node.user_properties += [
+        ("operations", result.operations),
+        ("histories", result.histories),
+        ("violations", result.violations),
+        ("unknown", result.unknown),
+    ]
+    replay = (
+        f"pytest '{request.node.path}::{request.node.name}' --sandproof-target={sandproof_target.spec} "
+        f"--sandproof-concurrency={clients} --hypothesis-seed={seed}"
+    )
+    print(result.summary())
+    assert result.histories > 0, f"the workload checked no sandbox history: {result.summary()}"
+    assert result.passed, f"{result.report()}\n\nreplay (the thread interleaving will differ): {replay}"

@@ -16,7 +16,6 @@ import harness.policy.tensorlake.checks  # noqa: F401
 from harness.reporting import report as report_module
 from harness.targets import mocks as mock_stack
 from mockserver.asgi.server import MockServer
-
 from tests.harness.fakes import FAKE_CLASSES
 
 pytest_plugins = ["pytester"]

@@ -15,7 +15,6 @@ from harness.targets.common import TENSORLAKE_CLOUD_URL, sdk_env
 from harness.targets.engines import check_engine, load_engine
 from harness.targets.mocks import MockStack
 from mockserver.asgi.server import MockServer
-
 from tests.harness.fakes import FAKE_CLASSES, FakeOpenSandbox
 
 

@@ -26,7 +26,7 @@ from harness.machines.opensandbox.requests import metadata_patches as _patches
 from harness.machines.opensandbox.requests import state_spellings as _state_spellings
 from harness.machines.opensandbox.requests import valid_bodies as _valid_bodies
 from harness.machines.opensandbox.requests import valid_bodies_with_policy as _valid_bodies_with_policy
-from mockserver.opensandbox.profiles import EXECD_PORT
+from mockserver.opensandbox.model.profiles import EXECD_PORT
 
 __all__ = ["LifecycleRules"]
 

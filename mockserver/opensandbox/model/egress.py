@@ -1,7 +1,8 @@
-"""The egress sidecar (port 18080 ``/policy``) and the egress gate the in-sandbox probes consult.
+"""Egress rules: the sandbox's policy operations, the sidecar's ``/policy`` API, and the gate probes consult.
 
-All policy logic is the reference engine's (``contracts.opensandbox``); this module only speaks the
-sidecar's wire format: JSON on success, ``text/plain`` on errors.
+All policy logic is the reference engine's (``contracts.opensandbox``); this module applies it to a
+sandbox and says what the sidecar (port 18080) and the lifecycle ``networkpolicy`` route answer. The
+sidecar's errors are ``text/plain`` (:class:`~.errors.TextError`), the lifecycle route's are flat JSON.
 
 Known deviations: the credential vault routes are not served (404); a sandbox created without a
 ``networkPolicy`` has no sidecar (as on the Docker runtime), so its 18080 endpoint answers 502,
@@ -14,10 +15,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
-
 from contracts.opensandbox import (
     NetworkPolicy,
     PolicyError,
@@ -27,13 +24,45 @@ from contracts.opensandbox import (
     parse_rules,
     parse_targets,
 )
-from mockserver.asgi.requests import read_body
-from mockserver.core import DnsTable
+from mockserver.core import ApiError, DnsTable
 from mockserver.sandbox.network import Resolution, is_ip
 
-from .models import SandboxRecord
+from .config import ServerConfig
+from .errors import TextError, backend_connection_failed
+from .profiles import EGRESS_PORT
+from .records import SandboxRecord
+from .state import OpenSandboxState
+
+__all__ = [
+    "EGRESS_AUTH_HEADER",
+    "PolicyGate",
+    "apply_delete",
+    "apply_patch",
+    "apply_put",
+    "effective_policy",
+    "egress_allowed",
+    "network_policy",
+    "sidecar_policy",
+    "status_body",
+]
 
 EGRESS_AUTH_HEADER = "OPENSANDBOX-EGRESS-AUTH"
+POLICY_METHODS = ("GET", "PATCH", "DELETE", "PUT")
+
+
+def effective_policy(sb: SandboxRecord) -> NetworkPolicy | None:
+    """Return the policy that governs the sandbox's traffic: none without a sidecar."""
+    return sb.policy if sb.has_sidecar else None
+
+
+def egress_allowed(policy: NetworkPolicy | None, host: str) -> bool:
+    """Tell whether ``policy`` lets traffic to ``host`` out (no policy: yes; a host the engine rejects: no)."""
+    if policy is None:
+        return True
+    try:
+        return decide_egress(policy, host).allowed
+    except PolicyError:
+        return False
 
 
 class PolicyGate:
@@ -49,13 +78,7 @@ class PolicyGate:
         self._enforcement = enforcement
 
     def _allowed(self, host: str) -> bool:
-        policy = self._policy()
-        if policy is None:
-            return True
-        try:
-            return decide_egress(policy, host).allowed
-        except PolicyError:
-            return False
+        return egress_allowed(self._policy(), host)
 
     def resolve(self, name: str) -> Resolution:
         """Resolve ``name``: a denied name is blocked by the sidecar's DNS proxy."""
@@ -106,37 +129,50 @@ def apply_put(sb: SandboxRecord, body: Any) -> None:
     sb.policy = NetworkPolicy.from_json(body)
 
 
-class EgressRoutes:
-    """Serve the sidecar API for the sandbox the dispatcher names in the request scope."""
+_APPLY: dict[str, Callable[[SandboxRecord, Any], None]] = {
+    "PATCH": apply_patch,
+    "DELETE": apply_delete,
+    "PUT": apply_put,
+}
 
-    def __init__(self, sandbox: Callable[[Request], SandboxRecord], enforcement: str, token: str | None) -> None:
-        self._sandbox = sandbox
-        self._enforcement = enforcement
-        self._token = token
 
-    def routes(self) -> list[BaseRoute]:
-        """Return the sidecar routes."""
-        return [Route("/policy", self.policy, methods=["GET", "PATCH", "DELETE", "PUT"])]
+def sidecar_policy(
+    sb: SandboxRecord, config: ServerConfig, method: str, raw: bytes, token: str | None = None
+) -> dict[str, Any]:
+    """Answer the sidecar's ``/policy`` (GET, PATCH, DELETE, PUT) for a reachable sandbox with a 200 body.
 
-    async def policy(self, request: Request) -> Response:
-        """Read or change the policy."""
-        sb = self._sandbox(request)
-        if self._token is not None and request.headers.get(EGRESS_AUTH_HEADER) != self._token:
-            return PlainTextResponse("unauthorized: invalid or missing egress auth token\n", status_code=401)
-        if request.method == "GET":
-            return JSONResponse(status_body(sb, self._enforcement, with_policy=True))
-        raw = await read_body(request)
+    The order is the sidecar's: the auth token (when configured), then the JSON body, then the policy.
+    Errors are ``text/plain``: 401 for a missing or wrong token, 400 for bad JSON or an invalid policy.
+    """
+    if config.egress_token is not None and token != config.egress_token:
+        raise TextError(401, "UNAUTHORIZED", "unauthorized: invalid or missing egress auth token\n")
+    if method == "GET":
+        return status_body(sb, config.enforcement, with_policy=True)
+    try:
+        body = json.loads(raw) if raw.strip() else None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TextError(400, "INVALID_JSON", f"invalid JSON body: {exc}\n") from exc
+    try:
+        _APPLY[method](sb, body)
+    except PolicyError as exc:
+        raise TextError(400, "INVALID_POLICY", f"invalid policy: {exc}\n") from exc
+    return status_body(sb, config.enforcement, with_policy=False)
+
+
+def network_policy(
+    state: OpenSandboxState, config: ServerConfig, tenant: str, sandbox_id: str, method: str, body: Any
+) -> dict[str, Any]:
+    """Answer ``/v1/sandboxes/{id}/networkpolicy``: the server forwards it to the sandbox's sidecar.
+
+    502 ``BACKEND_CONNECTION_FAILED`` without a running sidecar; 400 ``SANDBOX::INVALID_PARAMETER`` for a
+    policy the engine rejects; the answer always carries the policy.
+    """
+    sb = state.find(sandbox_id, tenant)
+    if not sb.has_sidecar or sb.state != "Running":
+        raise backend_connection_failed(EGRESS_PORT)
+    if method != "GET":
         try:
-            body = json.loads(raw) if raw.strip() else None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return PlainTextResponse(f"invalid JSON body: {exc}\n", status_code=400)
-        try:
-            if request.method == "PATCH":
-                apply_patch(sb, body)
-            elif request.method == "DELETE":
-                apply_delete(sb, body)
-            else:
-                apply_put(sb, body)
+            _APPLY[method](sb, body)
         except PolicyError as exc:
-            return PlainTextResponse(f"invalid policy: {exc}\n", status_code=400)
-        return JSONResponse(status_body(sb, self._enforcement, with_policy=False))
+            raise ApiError(400, "SANDBOX::INVALID_PARAMETER", f"invalid policy: {exc}") from exc
+    return status_body(sb, config.enforcement, with_policy=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,7 +103,11 @@ class CommandRecord:
 
 @dataclass
 class SandboxRecord:
-    """One sandbox: its lifecycle state, spec, filesystem, policy and execd state."""
+    """One sandbox: its lifecycle state, spec, filesystem, policy and execd state.
+
+    ``access_token`` is the sandbox's secure-access token: in multi-tenant mode its direct endpoint
+    hands it out and its sandbox ports accept it in place of the owner's API key.
+    """
 
     id: str
     tenant: str
@@ -117,6 +122,7 @@ class SandboxRecord:
     pending: tuple[str, float] | None = None
     policy: NetworkPolicy | None = None
     has_sidecar: bool = False
+    access_token: str = ""
     commands: dict[str, CommandRecord] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)
     oom_on_next_exec: bool = False
@@ -129,7 +135,7 @@ class SandboxRecord:
         """Return the lifecycle ``Sandbox`` body (null fields omitted)."""
         out: dict[str, Any] = {"id": self.id}
         if self.spec.image is not None:
-            out["image"] = self.spec.image
+            out["image"] = {"uri": self.spec.image.get("uri")}  # never the registry credentials
         if self.spec.snapshot_id:
             out["snapshotId"] = self.spec.snapshot_id
         if self.spec.platform:
@@ -197,6 +203,7 @@ class SandboxRecord:
             "pending": list(self.pending) if self.pending else None,
             "policy": None if self.policy is None else self.policy.to_json(),
             "has_sidecar": self.has_sidecar,
+            "access_token": self.access_token,
             "commands": [c.to_json() for c in self.commands.values()],
             "sessions": dict(self.sessions),
             "oom_on_next_exec": self.oom_on_next_exec,
@@ -233,6 +240,7 @@ class SandboxRecord:
             pending=(str(pending[0]), float(pending[1])) if pending else None,
             policy=None if data.get("policy") is None else NetworkPolicy.from_json(data["policy"]),
             has_sidecar=bool(data.get("has_sidecar")),
+            access_token=str(data.get("access_token") or secrets.token_urlsafe(24)),
             sessions=dict(data.get("sessions") or {}),
             oom_on_next_exec=bool(data.get("oom_on_next_exec")),
         )

@@ -49,8 +49,13 @@ class ServeOptions:
 
 
 def build_mocks(*, seed: int | None, clock_mode: ClockMode, api_keys: Sequence[str] = ()) -> dict[str, HttpMock]:
-    """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys (default: any)."""
+    """Create both mocks, each with its own virtual clock.
+
+    By default any non-empty key is accepted, each key its own tenant (project); ``api_keys`` pins the
+    accepted keys (several keys: each its own tenant).
+    """
     from mockserver.opensandbox import OpenSandboxMock
+    from mockserver.opensandbox.model.auth import pinned_keys
     from mockserver.tensorlake import TensorLakeMock
 
     def clock() -> VirtualClock:
@@ -61,7 +66,7 @@ def build_mocks(*, seed: int | None, clock_mode: ClockMode, api_keys: Sequence[s
     keys = list(api_keys)
     return {
         "tensorlake": TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None),
-        "opensandbox": OpenSandboxMock(seed=seed, clock=clock(), api_key=keys[0] if len(keys) == 1 else None),
+        "opensandbox": OpenSandboxMock(seed=seed, clock=clock(), api_key=pinned_keys(keys)),
     }
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -47,6 +47,7 @@ __all__ = [
     "key_tenant",
     "lifecycle_tenant",
     "missing_key",
+    "pinned_keys",
 ]
 
 API_KEY_HEADER = "open-sandbox-api-key"
@@ -148,6 +149,18 @@ class KeyTable:
         if tenant is None:
             raise invalid_key()
         return tenant
+
+
+def pinned_keys(keys: Sequence[str]) -> KeyOption:
+    """Return the key option of a standalone server started with ``keys``.
+
+    None given: any non-empty key, each its own tenant; one: that key only (single-tenant); several: those
+    keys, each its own tenant. Tenants are named by :func:`key_tenant` in every mode, so a state file keeps
+    its sandboxes when the server restarts in another mode.
+    """
+    if not keys:
+        return ANY_KEY
+    return {key: key_tenant(key) for key in keys}
 
 
 def is_lifecycle_path(path: str) -> bool:

@@ -4,6 +4,11 @@ For HTTP and WebSocket alike: read the credentials, ask the model's gate (:func:
 and either render its refusal (an HTTP answer, or a close before the WebSocket handshake is accepted, code
 4000 + the HTTP status) or hand the request to the port's service, whose router answers a WebSocket it does
 not serve with close code 4404.
+
+Known deviations: no sandbox-port service takes a WebSocket (execd's PTY is not emulated), so every
+WebSocket to a sandbox port is closed before the handshake is accepted: 4404 when the gate admits it,
+else 4000 + the HTTP status the gate would answer (4401 without a valid key, 4404 / 4502 for a sandbox
+that is not there or not the caller's); a server on a socket then refuses the handshake with 403.
 """
 
 from __future__ import annotations

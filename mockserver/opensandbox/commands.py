@@ -79,8 +79,8 @@ class Execution:
     def start(self) -> None:
         """Start the command's task on the running loop."""
         loop = asyncio.get_running_loop()
-        self.record.loop = loop
-        self.record.task = loop.create_task(self._main())
+        task = loop.create_task(self._main())
+        self.record.stop = lambda: _cancel(task, loop)
 
     def _emit(self, event: dict[str, Any]) -> None:
         if self.queue is not None:
@@ -150,6 +150,20 @@ class Execution:
                 return step.code
             await asyncio.sleep(0)
         return 0
+
+
+def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel ``task`` from any thread (a test thread, or the server's loop)."""
+    if task.done() or loop.is_closed():
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        task.cancel()
+    else:
+        loop.call_soon_threadsafe(task.cancel)
 
 
 class CommandRuntime:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 import secrets
 from collections.abc import Callable
@@ -21,7 +20,11 @@ ECHOED_EXTENSION_PREFIX = "opensandbox.extensions."
 
 @dataclass
 class CommandRecord:
-    """One execd command: its status record and (for background runs) its combined log."""
+    """One execd command: its status record and (for background runs) its combined log.
+
+    ``stop`` is how the runtime running the command stops it (set when it starts); the model calls it
+    through :meth:`cancel` when a sandbox is deleted, fails or the command is interrupted.
+    """
 
     id: str
     content: str
@@ -32,8 +35,7 @@ class CommandRecord:
     error: str | None = None
     finished_at: float | None = None
     output: bytearray = field(default_factory=bytearray)
-    task: asyncio.Task[None] | None = field(default=None, repr=False)
-    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    stop: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     def finish(self, exit_code: int, error: str | None, now: float) -> None:
         """Record the end of the command."""
@@ -59,18 +61,9 @@ class CommandRecord:
         return out
 
     def cancel(self) -> None:
-        """Stop the command's task, wherever its event loop runs."""
-        task, loop = self.task, self.loop
-        if task is None or task.done() or loop is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            task.cancel()
-        else:
-            loop.call_soon_threadsafe(task.cancel)
+        """Stop the command if it runs (the runtime that started it said how, in :attr:`stop`)."""
+        if self.running and self.stop is not None:
+            self.stop()
 
     def to_json(self) -> dict[str, Any]:
         """Return the record for a state snapshot."""

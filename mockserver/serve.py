@@ -81,12 +81,14 @@ def build_mocks(
     admin_token: str | None = None,
     execd_token: str | None = None,
 ) -> dict[str, HttpMock]:
-    """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys (default: any).
+    """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
 
-    ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox endpoints carry and execd
-    require ``X-EXECD-ACCESS-TOKEN``.
+    By default any non-empty key is accepted, each key its own tenant (project); several pinned keys are
+    each their own tenant. ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox
+    endpoints carry and execd require ``X-EXECD-ACCESS-TOKEN``.
     """
     from mockserver.opensandbox import OpenSandboxMock
+    from mockserver.opensandbox.model.auth import pinned_keys
     from mockserver.tensorlake import TensorLakeMock
 
     def clock() -> VirtualClock:
@@ -97,9 +99,7 @@ def build_mocks(
     keys = list(api_keys)
     mocks: dict[str, HttpMock] = {
         "tensorlake": TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None),
-        "opensandbox": OpenSandboxMock(
-            seed=seed, clock=clock(), api_key=keys[0] if len(keys) == 1 else None, execd_token=execd_token
-        ),
+        "opensandbox": OpenSandboxMock(seed=seed, clock=clock(), api_key=pinned_keys(keys), execd_token=execd_token),
     }
     for mock in mocks.values():
         mock.admin_token = admin_token

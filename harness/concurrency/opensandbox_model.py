@@ -23,11 +23,11 @@ from harness.concurrency.history import Operation
 from harness.concurrency.linearizability import Spec
 from harness.concurrency.workload import ABSENT
 from mockserver.core import ApiError, IdFactory, VirtualClock
-from mockserver.opensandbox.egress import apply_delete, apply_patch, status_body
-from mockserver.opensandbox.models import OpenSandboxState
-from mockserver.opensandbox.profiles import make_profile
-from mockserver.opensandbox.spec import MAX_PAGE_SIZE, parse_create
-from mockserver.opensandbox.validation import RequestValidationError
+from mockserver.opensandbox.model.egress import apply_delete, apply_patch, status_body
+from mockserver.opensandbox.model.profiles import make_profile
+from mockserver.opensandbox.model.spec import MAX_PAGE_SIZE, parse_create
+from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.validation import RequestValidationError
 from mockserver.sandbox.filesystem import FileSystem
 
 __all__ = ["EGRESS_KINDS", "MAX_PAGE_SIZE", "UNREACHABLE", "OpenSandboxSpec", "list_view", "output_of"]

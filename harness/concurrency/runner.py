@@ -93,15 +93,16 @@ class ConcurrencyResult:
 
 def make_driver(provider: str, base_url: str, *, api_key: str | None, strict: bool, start: float, label: str) -> Driver:
     """Return the provider's workload driver on ``base_url``."""
+    from harness.targets import DEFAULT_API_KEY
+
     if provider == "tensorlake":
         from harness.concurrency.tensorlake_driver import TensorLakeDriver
-        from harness.targets import DEFAULT_API_KEY
 
         return TensorLakeDriver(base_url, api_key=api_key or DEFAULT_API_KEY, strict=strict, start=start)
     if provider == "opensandbox":
         from harness.concurrency.opensandbox_driver import OpenSandboxDriver
 
-        return OpenSandboxDriver(base_url, api_key=api_key, strict=strict, start=start, label=label)
+        return OpenSandboxDriver(base_url, api_key=api_key or DEFAULT_API_KEY, strict=strict, start=start, label=label)
     raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}")
 
 

@@ -6,16 +6,48 @@ mock = OpenSandboxMock(seed=1, api_key="k")
 with mock.server() as srv:                      # real socket on 127.0.0.1
     config = mock.connection_config(srv.url)    # opensandbox.ConnectionConfig
 config = mock.connection_config(in_process=True)  # httpx.ASGITransport, no socket
+
+Layout: :mod:`.model` holds every rule and loads no web stack; :mod:`.routes` is the HTTP face (parse, call
+the model, render); :mod:`.commands` runs commands; :mod:`.faults` is the named fault catalogue;
+:mod:`.mock` composes them. The names below are loaded on first use, so ``import mockserver.opensandbox.model``
+stays free of starlette, uvicorn and httpx.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .faults import FaultCatalogue
-from .mock import OpenSandboxMock, PortDispatcher
-from .models import CommandRecord, OpenSandboxState, SandboxRecord
-from .profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile
+if TYPE_CHECKING:
+    from .faults import FaultCatalogue
+    from .mock import OpenSandboxMock
+    from .model.auth import ANY_KEY
+    from .model.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile
+    from .model.records import CommandRecord, SandboxRecord
+    from .model.state import OpenSandboxState
+    from .routes.ports import PortDispatcher
+
+_LAZY = {
+    "ANY_KEY": ".model.auth",
+    "EGRESS_PORT": ".model.profiles",
+    "EXECD_PORT": ".model.profiles",
+    "CommandRecord": ".model.records",
+    "FaultCatalogue": ".faults",
+    "OpenSandboxMock": ".mock",
+    "OpenSandboxState": ".model.state",
+    "PortDispatcher": ".routes.ports",
+    "RuntimeProfile": ".model.profiles",
+    "SandboxRecord": ".model.records",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 
 def sdk_env(mock: OpenSandboxMock, url: str | None = None) -> dict[str, str]:
@@ -29,6 +61,7 @@ def connection_config(mock: OpenSandboxMock, url: str | None = None, **options: 
 
 
 __all__ = [
+    "ANY_KEY",
     "EGRESS_PORT",
     "EXECD_PORT",
     "CommandRecord",

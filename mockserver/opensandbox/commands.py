@@ -1,4 +1,8 @@
-"""Run commands on the shared emulator as execd does: SSE events, status records, timeouts, interrupts.
+"""Run commands as execd does: the runtime that binds a runner to each sandbox, SSE events, timeouts, interrupts.
+
+:class:`Runner` is the small interface a command runtime implements (today the shared command emulator,
+bound by :func:`emulator_runner`); :class:`CommandRuntime` keeps one runner per sandbox and starts
+:class:`Execution` tasks for the requests the model validated (:class:`~.model.execd.RunRequest`).
 
 Each command runs as an asyncio task that walks the emulator's steps, honours ``Sleep`` on the
 virtual clock, kills the command when its ``timeout`` (ms) runs out and pushes execd events into a
@@ -12,39 +16,39 @@ after completion; ``uid``/``gid`` are accepted and ignored.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from mockserver.core import VirtualClock
+from mockserver.core import DnsTable, IdFactory, VirtualClock
+from mockserver.sandbox import CommandEmulator
+from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Exit, Output, Sleep, Step
 
-from .models import CommandRecord
+from .model.egress import PolicyGate, effective_policy
+from .model.execd import RunRequest, error_event, frame, new_command
+from .model.records import CommandRecord, SandboxRecord
+
+__all__ = ["PING_INTERVAL", "CommandRuntime", "Execution", "Runner", "RunnerFactory", "emulator_runner", "frame"]
 
 PING_INTERVAL = 3.0
 _END = object()
 
 
 class Runner(Protocol):
-    """What runs one shell command: the shared emulator bound to a sandbox."""
+    """What runs one shell command in one sandbox: yields output, sleeps and the exit as steps."""
 
     def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
         """Yield the command's steps."""
         ...
 
 
-def frame(event: dict[str, Any]) -> bytes:
-    """Return one execd SSE frame: a bare compact JSON object and a blank line."""
-    return json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
+#: Builds a sandbox's runner; ``gate`` answers its DNS and connection checks by its current egress policy.
+RunnerFactory = Callable[[SandboxRecord, PolicyGate], Runner]
 
 
-def error_event(evalue: str, traceback: str, ts: int) -> dict[str, Any]:
-    """Return an execd ``error`` event."""
-    return {
-        "type": "error",
-        "timestamp": ts,
-        "error": {"ename": "CommandExecError", "evalue": evalue, "traceback": [traceback]},
-    }
+def emulator_runner(sb: SandboxRecord, gate: PolicyGate, http: HttpTable | None = None) -> Runner:
+    """Bind the shared command emulator to a sandbox's filesystem and egress gate."""
+    return CommandEmulator(sb.fs, gate=gate, http=http or HttpTable())
 
 
 class Execution:
@@ -75,8 +79,8 @@ class Execution:
     def start(self) -> None:
         """Start the command's task on the running loop."""
         loop = asyncio.get_running_loop()
-        self.record.loop = loop
-        self.record.task = loop.create_task(self._main())
+        task = loop.create_task(self._main())
+        self.record.stop = lambda: _cancel(task, loop)
 
     def _emit(self, event: dict[str, Any]) -> None:
         if self.queue is not None:
@@ -146,3 +150,60 @@ class Execution:
                 return step.code
             await asyncio.sleep(0)
         return 0
+
+
+def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel ``task`` from any thread (a test thread, or the server's loop)."""
+    if task.done() or loop.is_closed():
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        task.cancel()
+    else:
+        loop.call_soon_threadsafe(task.cancel)
+
+
+class CommandRuntime:
+    """Run the model's validated commands: one runner per sandbox (built by ``factory``), one task per command."""
+
+    def __init__(
+        self, clock: VirtualClock, ids: IdFactory, dns: DnsTable, enforcement: str, factory: RunnerFactory
+    ) -> None:
+        self.clock = clock
+        self.ids = ids
+        self.dns = dns
+        self.enforcement = enforcement
+        self.factory = factory
+        self._runners: dict[str, Runner] = {}
+
+    def clear(self) -> None:
+        """Forget every runner (the sandboxes are gone or replaced)."""
+        self._runners.clear()
+
+    def runner_for(self, sb: SandboxRecord) -> Runner:
+        """Return the sandbox's runner; its egress obeys the sandbox's policy at the time of each check."""
+        runner = self._runners.get(sb.id)
+        if runner is None:
+            gate = PolicyGate(lambda: effective_policy(sb), self.dns, self.enforcement)
+            runner = self.factory(sb, gate)
+            self._runners[sb.id] = runner
+        return runner
+
+    def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, Execution]:
+        """Record the command and start it on the running loop (a foreground one streams its events)."""
+        record = new_command(sb, self.ids, self.clock, run)
+        execution = Execution(
+            record,
+            self.runner_for(sb),
+            self.clock,
+            env=run.env,
+            cwd=run.cwd,
+            timeout_ms=run.timeout_ms,
+            stream=not run.background,
+            argv=run.argv,
+        )
+        execution.start()
+        return record, execution

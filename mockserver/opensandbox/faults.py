@@ -8,29 +8,57 @@ endpoint and the server proxy (``*/44772/...``).
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from mockserver.asgi.server import MockServer
-from mockserver.core import FaultRule
+from mockserver.core import FaultRule, FaultSet, VirtualClock
 
-if TYPE_CHECKING:
-    from .mock import OpenSandboxMock
+from .model.auth import invalid_key, missing_key
+from .model.errors import backend_connection_failed
+from .model.execd import frame
+from .model.profiles import EXECD_PORT
+from .model.records import SandboxRecord
+from .model.state import OpenSandboxState
 
 EXECD = "*/44772"
 CREATE = "*/sandboxes"
 ONE_SANDBOX = "*/sandboxes/*"
-BAD_GATEWAY_JSON = {
-    "code": "BACKEND_CONNECTION_FAILED",
-    "message": "Could not connect to the backend sandbox 127.0.0.1:44772: All connection attempts failed",
-}
+BAD_GATEWAY_JSON = backend_connection_failed(EXECD_PORT).body()
+
+
+class FaultHost(Protocol):
+    """What the catalogue arms: the mock's fault rules, clock and state, and a way to serve it."""
+
+    @property
+    def faults(self) -> FaultSet:
+        """The fault rules the HTTP layer applies."""
+        ...
+
+    @property
+    def clock(self) -> VirtualClock:
+        """The mock's virtual clock."""
+        ...
+
+    @property
+    def state(self) -> OpenSandboxState:
+        """The mock's sandboxes."""
+        ...
+
+    def server(self, **options: Any) -> Any:
+        """Return a server for the mock (started with ``with``)."""
+        ...
 
 
 class FaultCatalogue:
     """Trigger each documented OpenSandbox failure, per call and per sandbox."""
 
-    def __init__(self, mock: OpenSandboxMock) -> None:
+    def __init__(self, mock: FaultHost) -> None:
         self.mock = mock
+
+    def _sandbox(self, sandbox_id: str) -> SandboxRecord:
+        sb = self.mock.state.lookup(sandbox_id)
+        if sb is None:
+            raise KeyError(sandbox_id)
+        return sb
 
     def _add(self, **rule: Any) -> FaultRule:
         return self.mock.faults.add(
@@ -159,7 +187,7 @@ class FaultCatalogue:
             {"type": "init", "text": "truncated", "timestamp": ts},
             {"type": "stdout", "text": stdout, "timestamp": ts},
         ]
-        body = "".join(json.dumps(e, separators=(",", ":")) + "\n\n" for e in events)
+        body = b"".join(frame(e) for e in events).decode()
         return self.respond(
             "POST", f"{EXECD}/command", 200, body, sandbox_id=sandbox_id, content_type="text/event-stream"
         )
@@ -200,7 +228,7 @@ class FaultCatalogue:
 
     def sandbox_body(self, sandbox_id: str, **changes: Any) -> FaultRule:
         """F17/F18: answer ``GET /sandboxes/{id}`` with the sandbox JSON altered (None deletes a key)."""
-        body = self.mock.sandbox(sandbox_id).to_json()
+        body = self._sandbox(sandbox_id).to_json()
         for key, value in changes.items():
             if value is _DROP:
                 body.pop(key, None)
@@ -262,9 +290,7 @@ class FaultCatalogue:
 
     def unauthorized(self, missing: bool = False, path: str = "*/sandboxes*") -> FaultRule:
         """F26: the lifecycle's 401 ``INVALID_API_KEY`` / ``MISSING_API_KEY``."""
-        from .lifecycle import INVALID_KEY, MISSING_KEY
-
-        return self.respond("*", path, 401, MISSING_KEY if missing else INVALID_KEY)
+        return self.respond("*", path, 401, (missing_key() if missing else invalid_key()).body())
 
     def slow(
         self,
@@ -296,7 +322,7 @@ class FaultCatalogue:
         body = {"code": "FILE_NOT_FOUND", "message": "file not found"}
         return self.respond("GET", f"{EXECD}/files/download", 404, body, sandbox_id=sandbox_id)
 
-    def keepalive_server(self, idle_seconds: float = 1.0, **options: Any) -> MockServer:
+    def keepalive_server(self, idle_seconds: float = 1.0, **options: Any) -> Any:
         """F30: a threaded server that closes idle keep-alive sockets after ``idle_seconds``."""
         return self.mock.server(timeout_keep_alive=idle_seconds, **options)
 
@@ -322,15 +348,16 @@ class FaultCatalogue:
 
     def oom_on_next_exec(self, sandbox_id: str) -> None:
         """NG-F4 / F31: the next ``POST /command`` gets a 502 and the sandbox turns Failed (OOMKilled, 137)."""
-        self.mock.sandbox(sandbox_id).oom_on_next_exec = True
+        self._sandbox(sandbox_id).oom_on_next_exec = True
 
     def oom_kill(self, sandbox_id: str) -> None:
         """F31: the sandbox turns Failed with an OOMKilled / exit 137 message now."""
-        self.mock.oom_kill(sandbox_id)
+        self._sandbox(sandbox_id)
+        self.mock.state.fail(sandbox_id, *self.mock.state.profile.oom_status())
 
     def expire(self, sandbox_id: str) -> None:
         """F31: the sandbox reaches its expiry now (GET then answers 404)."""
-        sb = self.mock.sandbox(sandbox_id)
+        sb = self._sandbox(sandbox_id)
         sb.expires_at = self.mock.clock.now()
         self.mock.state.refresh()
 

@@ -15,16 +15,18 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Router
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contracts.opensandbox import NetworkPolicy, PolicyError, parse_rules
 from harness.reporting.mutation import register_mutants
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.opensandbox.commands import Runner
-from mockserver.opensandbox.egress import EgressRoutes, PolicyGate, status_body
-from mockserver.opensandbox.mock import emulator_runner
-from mockserver.opensandbox.models import OpenSandboxState, SandboxRecord, paginate
+from mockserver.opensandbox.model.egress import PolicyGate, status_body
+from mockserver.opensandbox.model.records import SandboxRecord, paginate
+from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
+from mockserver.opensandbox.routes.render import sandbox_of
 from mockserver.sandbox.steps import Exit, Step
 
 Json = dict[str, Any]
@@ -228,50 +230,44 @@ class _NeverExpiresState(OpenSandboxState):
             sb.expires_at = saved
 
 
-class _ReplacingEgressRoutes(EgressRoutes):
-    """The sidecar's PATCH replaces the rules instead of merging them."""
-
-    async def policy(self, request: Request) -> Response:
-        """Handle PATCH as a replacement; everything else as usual."""
-        if request.method != "PATCH":
-            return await super().policy(request)
-        sb = self._sandbox(request)
-        try:
-            rules = parse_rules(json.loads(await request.body()))
-            if not rules:
-                raise PolicyError("invalid_rules", "request body must be a non-empty list of rules")
-        except (ValueError, PolicyError) as exc:
-            return PlainTextResponse(f"invalid policy: {exc}\n", status_code=400)
-        current = sb.policy or NetworkPolicy()
-        sb.policy = NetworkPolicy(current.effective_default, rules)
-        return JSONResponse(status_body(sb, self._enforcement, with_policy=False))
-
-
 class PatchReplaces(MutantMock):
     """Egress ``PATCH /policy`` replaces the rule list instead of merging into it."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        routes = _ReplacingEgressRoutes(self.sandbox_of, self.enforcement_mode, self.egress_token)
-        self.egress_router = Router(routes=routes.routes())
+    def egress_routes(self) -> list[BaseRoute]:
+        """Serve PATCH as a replacement; everything else with the real sidecar routes."""
+        (real,) = egress_routes(EgressContext(self.config))
+        assert isinstance(real, Route)
+        enforcement = self.config.enforcement
+
+        async def policy(request: Request) -> Response:
+            if request.method != "PATCH":
+                return await real.endpoint(request)
+            sb = sandbox_of(request)
+            try:
+                rules = parse_rules(json.loads(await request.body()))
+                if not rules:
+                    raise PolicyError("invalid_rules", "request body must be a non-empty list of rules")
+            except (ValueError, PolicyError) as exc:
+                return PlainTextResponse(f"invalid policy: {exc}\n", status_code=400)
+            current = sb.policy or NetworkPolicy()
+            sb.policy = NetworkPolicy(current.effective_default, rules)
+            return JSONResponse(status_body(sb, enforcement, with_policy=False))
+
+        return [Route("/policy", policy, methods=["GET", "PATCH", "DELETE", "PUT"])]
 
 
 class CreatePolicyIgnored(MutantMock):
     """The ``networkPolicy`` given at create is reported by the sidecar but not applied to traffic."""
 
-    def runner_for(self, sb: SandboxRecord) -> Runner:
+    def make_runner(self, sb: SandboxRecord, gate: PolicyGate) -> Runner:
         """Bind a gate that skips the create-time policy (a PATCHed one applies)."""
-        runner = self._runners.get(sb.id)
-        if runner is None:
 
-            def current() -> NetworkPolicy | None:
-                if not sb.has_sidecar or sb.policy is sb.spec.policy:
-                    return None
-                return sb.policy
+        def current() -> NetworkPolicy | None:
+            if not sb.has_sidecar or sb.policy is sb.spec.policy:
+                return None
+            return sb.policy
 
-            runner = emulator_runner(sb, PolicyGate(current, self.dns, self.enforcement_mode), self.http)
-            self._runners[sb.id] = runner
-        return runner
+        return super().make_runner(sb, PolicyGate(current, self.dns, self.config.enforcement))
 
 
 class _ZeroExit:
@@ -286,10 +282,12 @@ class _ZeroExit:
             yield Exit(0) if isinstance(step, Exit) else step
 
 
-def _zero_exit_mock() -> OpenSandboxMock:
-    mock = OpenSandboxMock()
-    mock._runner_factory = lambda sb, gate: _ZeroExit(emulator_runner(sb, gate, mock.http))
-    return mock
+class ZeroExit(OpenSandboxMock):
+    """Every command's exit is reported as 0."""
+
+    def make_runner(self, sb: SandboxRecord, gate: PolicyGate) -> Runner:
+        """Wrap the emulator's runner so that every ``Exit`` becomes 0."""
+        return _ZeroExit(super().make_runner(sb, gate))
 
 
 class RetryAfterDropped(MutantMock):
@@ -414,7 +412,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "a non-zero exit is reported as success",
         "execd",
         frozenset({"run_command"}),
-        _zero_exit_mock,
+        ZeroExit,
     ),
     MockMutant(
         "retry-after-dropped",

@@ -11,8 +11,8 @@ import pytest
 
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
-from mockserver.opensandbox.spec import iso, parse_create
-from mockserver.opensandbox.validation import Checker, RequestValidationError
+from mockserver.opensandbox.model.spec import iso, parse_create
+from mockserver.opensandbox.model.validation import Checker, RequestValidationError
 
 from .conftest import API_KEY
 

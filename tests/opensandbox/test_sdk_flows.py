@@ -208,3 +208,31 @@ def _perm(path: str, mode: int) -> object:
     from opensandbox.models.filesystem import SetPermissionEntry
 
     return SetPermissionEntry(path=path, mode=mode)
+
+
+@pytest.mark.parametrize("api_key", ["pinned", "any"])
+def test_multi_tenant_sdk_flow_in_every_mode(api_key: str) -> None:
+    """With tenants isolated (two pinned keys, or any key), the SDK still reaches its own sandbox's ports.
+
+    In direct mode the SDK sends no API key to execd: the endpoint's secure-access header carries it in.
+    """
+    from mockserver.opensandbox import ANY_KEY
+
+    from .conftest import sdk_config
+
+    mock = OpenSandboxMock(seed=12, api_key={"key-a": "a", "key-b": "b"} if api_key == "pinned" else ANY_KEY)
+    with mock.server() as server:
+        for mode in ("socket-direct", "socket-proxy"):
+            mine = sdk_config(mock, mode, server.url, api_key="key-a")
+
+            async def flow(cfg: ConnectionConfig = mine) -> None:
+                policy = NetworkPolicy(default_action="deny", egress=[NetworkRule(action="allow", target="pypi.org")])
+                sb = await Sandbox.create("python:3.11", connection_config=cfg, network_policy=policy)
+                ran = await sb.commands.run("echo mine")
+                assert ran.exit_code == 0 and "".join(o.text for o in ran.logs.stdout) == "mine\n"
+                await sb.files.write_file("/tmp/x", "x")
+                assert [r.target for r in (await sb.get_egress_policy()).egress] == ["pypi.org"]
+                await sb.kill()
+                await sb.close()
+
+            run(flow())

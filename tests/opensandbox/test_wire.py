@@ -150,6 +150,16 @@ def test_multi_tenant_isolation() -> None:
         assert client.get(f"/v1/sandboxes/{sid}/proxy/44772/ping").status_code == 401
 
 
+def test_registry_credentials_are_never_returned(client: httpx.Client) -> None:
+    image = {"uri": "registry.example/app:1", "auth": {"username": "bot", "password": "hunter2"}}
+    created = client.post("/v1/sandboxes", json={**GOOD, "image": image}, headers=KEY)
+    assert created.status_code == 202 and "hunter2" not in created.text
+    got = client.get(f"/v1/sandboxes/{created.json()['id']}", headers=KEY)
+    assert got.json()["image"] == {"uri": "registry.example/app:1"}
+    listed = client.get("/v1/sandboxes", headers=KEY)
+    assert "hunter2" not in listed.text and "auth" not in listed.json()["items"][0]["image"]
+
+
 def test_create_shape_list_order_and_pagination(mock: OpenSandboxMock, client: httpx.Client) -> None:
     first = create(client, metadata={"team": "a"})
     mock.advance(1)

@@ -10,6 +10,7 @@ import pytest
 
 from mockserver.core.clock import DEFAULT_EPOCH
 from mockserver.serve import build_mocks, env_command, env_lines
+from mockserver.service import HttpMock
 from sandproof.cli import main, parser
 
 
@@ -109,3 +110,30 @@ def test_env_command_names_the_ports_it_was_started_with() -> None:
     assert env_command("127.0.0.1", 8911, 8080) == "sandproof env"
     assert env_command("127.0.0.1", 1234, 8080) == "sandproof env --tensorlake-port 1234"
     assert env_command("0.0.0.0", 8911, 99) == "sandproof env --host 0.0.0.0 --opensandbox-port 99"
+
+
+BODY = {"image": {"uri": "python:3.11"}, "entrypoint": ["sleep"], "resourceLimits": {"cpu": "1"}}
+
+
+def _statuses(mock: HttpMock, keys: list[str | None]) -> list[int]:
+    with mock.server() as server, httpx.Client(base_url=server.url) as client:
+        return [
+            client.get("/v1/sandboxes", headers={} if k is None else {"OPEN-SANDBOX-API-KEY": k}).status_code
+            for k in keys
+        ]
+
+
+def test_serve_accepts_any_opensandbox_key_by_default_each_its_own_tenant() -> None:
+    mock = build_mocks(seed=None, clock_mode="manual")["opensandbox"]
+    assert _statuses(mock, ["ci-key-of-my-own", None]) == [200, 401]
+    with mock.server() as server, httpx.Client(base_url=server.url) as client:
+        sid = client.post("/v1/sandboxes", json=BODY, headers={"OPEN-SANDBOX-API-KEY": "a"}).json()["id"]
+        assert client.get(f"/v1/sandboxes/{sid}", headers={"OPEN-SANDBOX-API-KEY": "a"}).status_code == 200
+        assert client.get(f"/v1/sandboxes/{sid}", headers={"OPEN-SANDBOX-API-KEY": "b"}).status_code == 404
+
+
+def test_serve_pins_the_opensandbox_keys_it_is_given() -> None:
+    one = build_mocks(seed=None, clock_mode="manual", api_keys=["k"])["opensandbox"]
+    assert _statuses(one, ["k", "other"]) == [200, 401]
+    two = build_mocks(seed=None, clock_mode="manual", api_keys=["k1", "k2"])["opensandbox"]
+    assert _statuses(two, ["k1", "k2", "k3"]) == [200, 200, 401]

@@ -16,7 +16,6 @@ from typing import Any
 
 from harness.machines.common import ContractViolation
 from harness.machines.common import diff as _diff
-from mockserver.core import ApiError
 
 __all__ = [
     "ANY",
@@ -46,11 +45,6 @@ class Expected:
     code: str | None = None
     body: Any = ANY
     validation: bool = False
-
-    @classmethod
-    def error(cls, exc: ApiError) -> Expected:
-        """Return the prediction of an :class:`ApiError`."""
-        return cls(exc.status, exc.code)
 
 
 @dataclass(frozen=True)

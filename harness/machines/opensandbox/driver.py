@@ -24,7 +24,7 @@ from harness.machines.opensandbox.compare import ANY, ContractViolation, Expecte
 from harness.machines.opensandbox.oracle import Oracle
 from mockserver.admin.client import AdminClient
 from mockserver.core import VirtualClock
-from mockserver.opensandbox.profiles import RuntimeProfile
+from mockserver.opensandbox.model.profiles import RuntimeProfile
 
 __all__ = [
     "ADMIN_OPERATIONS",

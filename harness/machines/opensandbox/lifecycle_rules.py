@@ -8,6 +8,7 @@ answer 404. :class:`~harness.machines.opensandbox.machine.OpenSandboxAPIMachine`
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, multiple, precondition, rule
 
 from harness.machines.opensandbox.compare import ANY as _ANY
-from harness.machines.opensandbox.compare import ContractViolation, normalise_list, normalise_sandbox
+from harness.machines.opensandbox.compare import ContractViolation, Expected, normalise_list, normalise_sandbox
 from harness.machines.opensandbox.compare import parse_time as _parse_time
 from harness.machines.opensandbox.driver import MachineBase, SandboxHandle
 from harness.machines.opensandbox.driver import when_enabled as _on
@@ -26,7 +27,7 @@ from harness.machines.opensandbox.requests import metadata_patches as _patches
 from harness.machines.opensandbox.requests import state_spellings as _state_spellings
 from harness.machines.opensandbox.requests import valid_bodies as _valid_bodies
 from harness.machines.opensandbox.requests import valid_bodies_with_policy as _valid_bodies_with_policy
-from mockserver.opensandbox.profiles import EXECD_PORT
+from mockserver.opensandbox.model.profiles import EXECD_PORT
 
 __all__ = ["LifecycleRules"]
 
@@ -206,17 +207,22 @@ class LifecycleRules(MachineBase):
         self._gone("missing_sandbox", sandbox_id, sandbox_id, operation)
 
     def _gone(self, rule: str, target_id: str, model_id: str, operation: str) -> None:
-        path = self._sandbox_path(target_id)
-        calls: dict[str, tuple[str, str, Any]] = {
-            "get": ("GET", path, _ANY),
-            "delete": ("DELETE", path, _ANY),
-            "pause": ("POST", path + "/pause", _ANY),
-            "resume": ("POST", path + "/resume", _ANY),
-            "renew": ("POST", path + "/renew-expiration", {"expiresAt": "2999-01-01T00:00:00+00:00"}),
-            "endpoint": ("GET", path + f"/endpoints/{EXECD_PORT}", _ANY),
-        }
-        method, url, body = calls[operation]
-        expected = self.oracle.get(model_id)
-        if expected.status == 200:
+        if self.oracle.lookup(model_id) is not None:
             raise AssertionError(f"{rule} on a live sandbox")  # the machine's own bookkeeping is wrong
-        self._check(rule, self._send(rule, method, url, body=body), expected)
+        path = self._sandbox_path(target_id)
+        renewal: Json = {"expiresAt": "2999-01-01T00:00:00+00:00"}
+        calls: dict[str, tuple[str, str, Any, Callable[[], Expected]]] = {
+            "get": ("GET", path, _ANY, lambda: self.oracle.get(model_id)),
+            "delete": ("DELETE", path, _ANY, lambda: self.oracle.delete(model_id)),
+            "pause": ("POST", path + "/pause", _ANY, lambda: self.oracle.pause(model_id)),
+            "resume": ("POST", path + "/resume", _ANY, lambda: self.oracle.resume(model_id)),
+            "renew": ("POST", path + "/renew-expiration", renewal, lambda: self.oracle.renew(model_id, renewal)),
+            "endpoint": (
+                "GET",
+                path + f"/endpoints/{EXECD_PORT}",
+                _ANY,
+                lambda: self.oracle.endpoint(model_id, EXECD_PORT, False, None),
+            ),
+        }
+        method, url, body, predict = calls[operation]
+        self._check(rule, self._send(rule, method, url, body=body), predict())

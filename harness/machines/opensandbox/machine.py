@@ -2,7 +2,7 @@
 
 ``make_machine(client_factory, admin=...)`` returns a :class:`RuleBasedStateMachine` subclass that drives any
 OpenSandbox server over HTTP (lifecycle ``/v1``, execd on port 44772, the egress sidecar on port 18080) and
-checks **every** answer against :class:`OpenSandboxModel` (``mockserver.opensandbox.models.OpenSandboxState``)
+checks **every** answer against :class:`OpenSandboxModel` (``mockserver.opensandbox.model.state.OpenSandboxState``)
 running on its own manual virtual clock: status code, error code, sandbox bodies (state, metadata,
 ``expiresAt``, ...), list membership, order and pagination, policy contents, command output and exit code.
 Ids are mapped through the ``sandboxes`` bundle (each handle holds the target's id and the model's id);
@@ -57,7 +57,7 @@ from harness.machines.opensandbox.requests import policy_targets as _targets
 from harness.machines.opensandbox.requests import probes as _probes
 from harness.machines.opensandbox.run import http_clients, machine_settings, run_machine
 from mockserver.admin.client import AdminClient
-from mockserver.opensandbox.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile, make_profile
+from mockserver.opensandbox.model.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile, make_profile
 
 __all__ = [
     "ADMIN_OPERATIONS",

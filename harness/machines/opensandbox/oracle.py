@@ -1,49 +1,73 @@
-"""The OpenSandbox contract's oracle: the mock's HTTP-free state model predicting each HTTP answer.
+"""The OpenSandbox contract's oracle: the mock's own model predicting each HTTP answer.
 
-:class:`Oracle` runs the machine's requests on :data:`OpenSandboxModel` (the mock's ``OpenSandboxState``) on
-its own clock and returns an :class:`~harness.machines.opensandbox.compare.Expected` per request, with bodies
-normalised to model ids; egress decisions come from the reference engine (``contracts.opensandbox``).
+:class:`Oracle` runs the machine's requests through the same model functions the mock's routes call
+(:mod:`mockserver.opensandbox.model`), on a state of its own and its own clock, and turns each answer or
+refusal into an :class:`~harness.machines.opensandbox.compare.Expected` with bodies normalised to model ids.
+It holds no rule of its own: a refusal is the model's ``ApiError`` (its wire code, see
+:func:`~mockserver.opensandbox.model.errors.wire_code`) or its ``RequestValidationError`` (a 422).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-from urllib.parse import parse_qsl
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from contracts.opensandbox import PolicyError, decide_egress
 from harness.machines.opensandbox.compare import Expected, normalise_list, normalise_sandbox, parse_time
 from harness.machines.opensandbox.requests import Command, Echo, ExitWith, PrintEnv
 from mockserver.core import ApiError, IdFactory, VirtualClock
-from mockserver.opensandbox.egress import apply_delete, apply_patch, status_body
-from mockserver.opensandbox.models import OpenSandboxState, SandboxRecord
-from mockserver.opensandbox.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile
-from mockserver.opensandbox.spec import MAX_PAGE_SIZE, iso, parse_create
-from mockserver.opensandbox.validation import Checker, RequestValidationError
+from mockserver.opensandbox.model import egress, endpoints, lifecycle
+from mockserver.opensandbox.model.config import ServerConfig
+from mockserver.opensandbox.model.errors import wire_code
+from mockserver.opensandbox.model.ports import PortCall, admit_port
+from mockserver.opensandbox.model.profiles import RuntimeProfile
+from mockserver.opensandbox.model.records import SandboxRecord
+from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.validation import RequestValidationError
 
 __all__ = ["TENANT", "OpenSandboxModel", "Oracle"]
 
 #: The mock's HTTP-free state model, used as the oracle.
 OpenSandboxModel = OpenSandboxState
 
+#: The one tenant the machine's requests act as (its target sees them as the key it sends).
 TENANT = "default"
+#: The host the oracle's endpoint answers name (the machine checks the target's endpoint shape itself).
+_HOST = "oracle.invalid"
+
+T = TypeVar("T")
+
+
+def refusal(exc: ApiError | RequestValidationError) -> Expected:
+    """Return the prediction of a model refusal: its status and the code its wire body carries."""
+    if isinstance(exc, RequestValidationError):
+        return Expected(422, validation=True)
+    return Expected(exc.status, wire_code(exc))
+
+
+def _predict(answer: Callable[[], T]) -> T | Expected:
+    """Call a model function; return its answer, or the prediction of its refusal."""
+    try:
+        return answer()
+    except (ApiError, RequestValidationError) as exc:
+        return refusal(exc)
 
 
 class Oracle:
-    """Predict the answers of an OpenSandbox server by running the same requests on the HTTP-free model.
+    """Predict the answers of an OpenSandbox server by calling the model functions its routes call.
 
-    Each method mirrors the order of checks of the corresponding route (body validation, then the sandbox
-    lookup, then the state rules) and returns an :class:`Expected` whose body is normalised with model ids.
+    ``config`` is the server setup the target is expected to have (default: no execd or egress token,
+    ``enforcement`` as given); its tenancy does not matter, as every request acts as one tenant.
     """
 
-    def __init__(self, profile: RuntimeProfile, clock: VirtualClock, enforcement: str = "dns") -> None:
+    def __init__(
+        self, profile: RuntimeProfile, clock: VirtualClock, enforcement: str = "dns", config: ServerConfig | None = None
+    ) -> None:
         self.profile = profile
         self.clock = clock
-        self.enforcement = enforcement
+        self.config = config or ServerConfig(enforcement=enforcement)
+        self.enforcement = self.config.enforcement
         self.model = OpenSandboxModel(profile, clock, IdFactory(0))
-
-    def _sandbox(self, model_id: str) -> Any:
-        return normalise_sandbox(self.model.find(model_id, TENANT).to_json(), str)
 
     def lookup(self, model_id: str) -> SandboxRecord | None:
         """Return the live model sandbox, or None once deleted or expired."""
@@ -51,141 +75,77 @@ class Oracle:
 
     def create(self, body: Any) -> tuple[Expected, SandboxRecord | None]:
         """Predict ``POST /v1/sandboxes``."""
-        try:
-            spec = parse_create(body, self.profile.name)
-            record = self.model.create(TENANT, spec)
-        except RequestValidationError:
-            return Expected(422, validation=True), None
-        except ApiError as exc:
-            return Expected.error(exc), None
-        return Expected(202, body=normalise_sandbox(record.create_response(), str)), record
+        made = _predict(lambda: lifecycle.create_sandbox(self.model, TENANT, body))
+        if isinstance(made, Expected):
+            return made, None
+        record, answer = made
+        return Expected(202, body=normalise_sandbox(answer, str)), record
 
     def get(self, model_id: str) -> Expected:
         """Predict ``GET /v1/sandboxes/{id}``."""
-        try:
-            return Expected(200, body=self._sandbox(model_id))
-        except ApiError as exc:
-            return Expected.error(exc)
+        found = _predict(lambda: lifecycle.get_sandbox(self.model, TENANT, model_id))
+        return found if isinstance(found, Expected) else Expected(200, body=normalise_sandbox(found, str))
 
     def list(self, query: Sequence[tuple[str, str]]) -> Expected:
         """Predict ``GET /v1/sandboxes`` for a query string given as pairs."""
-        check = Checker()
-        values: dict[str, list[str]] = {}
-        for key, value in query:
-            values.setdefault(key, []).append(value)
-        page = _query_int(check, values, "page", 1, None)
-        size = _query_int(check, values, "pageSize", 20, MAX_PAGE_SIZE)
-        if check.errors:
-            return Expected(422, validation=True)
-        metadata: dict[str, str] = {}
-        raw = (values.get("metadata") or [""])[0]
-        if raw:
-            try:
-                metadata = dict(parse_qsl(raw, keep_blank_values=True, strict_parsing=True))
-            except ValueError:
-                return Expected(400, "INVALID_METADATA_FORMAT")
-        body = self.model.list(TENANT, values.get("state", []), metadata, page, size)
-        return Expected(200, body=normalise_list(body, str))
+        found = _predict(lambda: lifecycle.list_sandboxes(self.model, TENANT, query))
+        return found if isinstance(found, Expected) else Expected(200, body=normalise_list(found, str))
 
     def delete(self, model_id: str) -> Expected:
         """Predict ``DELETE /v1/sandboxes/{id}``."""
-        try:
-            self.model.delete(TENANT, model_id)
-        except ApiError as exc:
-            return Expected.error(exc)
-        return Expected(204)
+        done = _predict(lambda: lifecycle.delete_sandbox(self.model, TENANT, model_id))
+        return done if isinstance(done, Expected) else Expected(204)
 
     def pause(self, model_id: str) -> Expected:
         """Predict ``POST /v1/sandboxes/{id}/pause``."""
-        try:
-            self.model.pause(TENANT, model_id)
-        except ApiError as exc:
-            return Expected.error(exc)
-        return Expected(202)
+        done = _predict(lambda: lifecycle.pause_sandbox(self.model, TENANT, model_id))
+        return done if isinstance(done, Expected) else Expected(202)
 
     def resume(self, model_id: str) -> Expected:
         """Predict ``POST /v1/sandboxes/{id}/resume``."""
-        try:
-            self.model.resume(TENANT, model_id)
-        except ApiError as exc:
-            return Expected.error(exc)
-        return Expected(202)
+        done = _predict(lambda: lifecycle.resume_sandbox(self.model, TENANT, model_id))
+        return done if isinstance(done, Expected) else Expected(202)
 
     def renew(self, model_id: str, body: Any) -> Expected:
         """Predict ``POST /v1/sandboxes/{id}/renew-expiration``."""
-        check = Checker()
-        data = check.obj(body, ["body"])
-        if data is None or "expiresAt" not in data:
-            return Expected(422, validation=True)
-        when = check.datetime_value(data["expiresAt"], ["body", "expiresAt"])
-        if when is None:
-            return Expected(422, validation=True)
-        try:
-            new = self.model.renew(TENANT, model_id, when)
-        except ApiError as exc:
-            return Expected.error(exc)
-        return Expected(200, body={"expiresAt": parse_time(iso(new))})
+        found = _predict(lambda: lifecycle.renew_expiration(self.model, TENANT, model_id, body))
+        if isinstance(found, Expected):
+            return found
+        return Expected(200, body={k: parse_time(v) for k, v in found.items()})
 
     def patch_metadata(self, model_id: str, patch: Any) -> Expected:
         """Predict ``PATCH /v1/sandboxes/{id}/metadata`` (a JSON merge patch)."""
-        if not isinstance(patch, dict) or any(v is not None and not isinstance(v, str) for v in patch.values()):
-            return Expected(422, validation=True)
-        try:
-            record = self.model.patch_metadata(TENANT, model_id, patch)
-        except ApiError as exc:
-            return Expected.error(exc)
-        return Expected(200, body=normalise_sandbox(record.to_json(), str))
+        found = _predict(lambda: lifecycle.patch_metadata(self.model, TENANT, model_id, patch))
+        return found if isinstance(found, Expected) else Expected(200, body=normalise_sandbox(found, str))
 
     def endpoint(self, model_id: str, port: int, proxy: bool, expires: int | None) -> Expected:
-        """Predict ``GET /v1/sandboxes/{id}/endpoints/{port}`` (body checked by the machine)."""
-        if proxy and expires is not None:
-            return Expected(400, "SANDBOX::INVALID_PARAMETER")
-        if expires is not None and self.profile.name == "docker":
-            return Expected(400, "SANDBOX::API_NOT_SUPPORTED")
-        if not 1 <= port <= 65535:
-            return Expected(400, "DOCKER::INVALID_PORT")
-        try:
-            record = self.model.find(model_id, TENANT)
-        except ApiError as exc:
-            return Expected.error(exc)
-        if record.state == "Pending":
-            return Expected(404, "KUBERNETES::POD_IP_NOT_AVAILABLE")
-        return Expected(200)
+        """Predict ``GET /v1/sandboxes/{id}/endpoints/{port}`` (its body is checked by the machine)."""
+        query = [("use_server_proxy", "true" if proxy else "false")]
+        if expires is not None:
+            query.append(("expires", str(expires)))
+        path = f"/v1/sandboxes/{model_id}/endpoints/{port}"
+        found = _predict(
+            lambda: endpoints.resolve_endpoint(
+                self.model, self.config, TENANT, model_id, str(port), query, host=_HOST, path=path
+            )
+        )
+        return found if isinstance(found, Expected) else Expected(200)
 
     def backend(self, model_id: str, port: int, proxy: bool) -> Expected | None:
         """Predict the answer of a sandbox port before it reaches execd or the sidecar (None: it gets through)."""
-        record = self.model.lookup(model_id)
-        if record is None:
-            return Expected(404, self.profile.not_found_code) if proxy else Expected(502)
-        if proxy and record.state == "Pending":
-            return Expected(404, "KUBERNETES::POD_IP_NOT_AVAILABLE")
-        serves = port == EXECD_PORT or (port == EGRESS_PORT and record.has_sidecar)
-        if record.state != "Running" or not serves:
-            return Expected(502, "BACKEND_CONNECTION_FAILED") if proxy else Expected(502)
-        return None
+        admitted = _predict(lambda: admit_port(self.model, self.config, PortCall(model_id, port, proxy)))
+        return admitted if isinstance(admitted, Expected) else None
 
     def egress(self, model_id: str, method: str, body: Any) -> Expected:
-        """Predict the sidecar's ``/policy`` answer for a reachable sandbox."""
+        """Predict the sidecar's ``/policy`` answer for a reachable sandbox (``body`` as the machine sends it)."""
         record = self.model.find(model_id)
-        if method == "GET":
-            return Expected(200, body=status_body(record, self.enforcement, with_policy=True))
-        try:
-            if method == "PATCH":
-                apply_patch(record, body)
-            else:
-                apply_delete(record, body)
-        except PolicyError:
-            return Expected(400)
-        return Expected(200, body=status_body(record, self.enforcement, with_policy=False))
+        raw = b"" if method == "GET" else json.dumps(body).encode()  # what the machine sends
+        found = _predict(lambda: egress.sidecar_policy(record, self.config, method, raw))
+        return found if isinstance(found, Expected) else Expected(200, body=found)
 
     def allows(self, model_id: str, host: str) -> bool:
-        """Tell whether the sandbox's current policy lets it reach ``host`` (the reference engine decides)."""
-        record = self.model.find(model_id)
-        policy = record.policy if record.has_sidecar else None
-        try:
-            return decide_egress(policy, host).allowed
-        except PolicyError:
-            return False
+        """Tell whether the sandbox's current policy lets it reach ``host`` (the model's egress decision)."""
+        return egress.egress_allowed(egress.effective_policy(self.model.find(model_id)), host)
 
     def run(self, model_id: str, command: Command) -> tuple[int | None, str | None]:
         """Predict (exit code, stdout) of a command; None where the outcome depends on the real network."""
@@ -199,18 +159,3 @@ class Oracle:
         if not self.allows(model_id, command.host):
             return (2, "") if command.tool == "getent" else (6, "000")
         return 0, None
-
-
-def _query_int(check: Checker, values: Mapping[str, list[str]], name: str, default: int, le: int | None) -> int:
-    given = values.get(name)
-    if not given:
-        return default
-    raw = given[0]
-    try:
-        value = int(raw)
-    except ValueError:
-        check.add("int_parsing", ["query", name], raw)
-        return default
-    if value < 1 or (le is not None and value > le):
-        check.add("out_of_range", ["query", name], raw)
-    return value

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
-from mockserver.opensandbox.spec import STATES
+from mockserver.opensandbox.model.spec import STATES
 
 __all__ = [
     "BAD_TARGETS",

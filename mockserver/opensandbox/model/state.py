@@ -1,4 +1,4 @@
-"""OpenSandbox state and rules without HTTP: every tenant's sandboxes and snapshots and their state machine.
+"""The OpenSandbox server's state: every tenant's sandboxes and snapshots, and their state machine.
 
 Everything time-related reads the mock's virtual clock. State changes are applied lazily: every
 access first calls :meth:`OpenSandboxState.refresh`, which finishes due transitions (Pending to
@@ -7,6 +7,7 @@ Running, Pausing to Paused, ...) and removes expired sandboxes, so any clock mod
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Iterable
 from datetime import datetime
@@ -28,7 +29,6 @@ from .spec import (
     parse_create,
     validate_labels,
 )
-from .validation import RequestValidationError
 
 
 class OpenSandboxState:
@@ -131,6 +131,7 @@ class OpenSandboxState:
                 expires_at=None if spec.timeout is None else now + spec.timeout,
                 policy=spec.policy,
                 has_sidecar=spec.policy is not None or self.egress_without_policy,
+                access_token=secrets.token_urlsafe(24),
             )
             if self.profile.pending_seconds > 0:
                 sb.set_state("Pending", *self.profile.status_for("Pending"), now)
@@ -341,7 +342,6 @@ __all__ = [
     "CommandRecord",
     "CreateSpec",
     "OpenSandboxState",
-    "RequestValidationError",
     "SandboxRecord",
     "SnapshotRecord",
     "iso",

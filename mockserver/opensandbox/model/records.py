@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +20,11 @@ ECHOED_EXTENSION_PREFIX = "opensandbox.extensions."
 
 @dataclass
 class CommandRecord:
-    """One execd command: its status record and (for background runs) its combined log."""
+    """One execd command: its status record and (for background runs) its combined log.
+
+    ``stop`` is how the runtime running the command stops it (set when it starts); the model calls it
+    through :meth:`cancel` when a sandbox is deleted, fails or the command is interrupted.
+    """
 
     id: str
     content: str
@@ -31,8 +35,7 @@ class CommandRecord:
     error: str | None = None
     finished_at: float | None = None
     output: bytearray = field(default_factory=bytearray)
-    task: asyncio.Task[None] | None = field(default=None, repr=False)
-    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    stop: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     def finish(self, exit_code: int, error: str | None, now: float) -> None:
         """Record the end of the command."""
@@ -58,18 +61,9 @@ class CommandRecord:
         return out
 
     def cancel(self) -> None:
-        """Stop the command's task, wherever its event loop runs."""
-        task, loop = self.task, self.loop
-        if task is None or task.done() or loop is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            task.cancel()
-        else:
-            loop.call_soon_threadsafe(task.cancel)
+        """Stop the command if it runs (the runtime that started it said how, in :attr:`stop`)."""
+        if self.running and self.stop is not None:
+            self.stop()
 
     def to_json(self) -> dict[str, Any]:
         """Return the record for a state snapshot."""
@@ -102,7 +96,11 @@ class CommandRecord:
 
 @dataclass
 class SandboxRecord:
-    """One sandbox: its lifecycle state, spec, filesystem, policy and execd state."""
+    """One sandbox: its lifecycle state, spec, filesystem, policy and execd state.
+
+    ``access_token`` is the sandbox's secure-access token: in multi-tenant mode its direct endpoint
+    hands it out and its sandbox ports accept it in place of the owner's API key.
+    """
 
     id: str
     tenant: str
@@ -117,6 +115,7 @@ class SandboxRecord:
     pending: tuple[str, float] | None = None
     policy: NetworkPolicy | None = None
     has_sidecar: bool = False
+    access_token: str = ""
     commands: dict[str, CommandRecord] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)
     oom_on_next_exec: bool = False
@@ -129,7 +128,7 @@ class SandboxRecord:
         """Return the lifecycle ``Sandbox`` body (null fields omitted)."""
         out: dict[str, Any] = {"id": self.id}
         if self.spec.image is not None:
-            out["image"] = self.spec.image
+            out["image"] = {"uri": self.spec.image.get("uri")}  # never the registry credentials
         if self.spec.snapshot_id:
             out["snapshotId"] = self.spec.snapshot_id
         if self.spec.platform:
@@ -197,6 +196,7 @@ class SandboxRecord:
             "pending": list(self.pending) if self.pending else None,
             "policy": None if self.policy is None else self.policy.to_json(),
             "has_sidecar": self.has_sidecar,
+            "access_token": self.access_token,
             "commands": [c.to_json() for c in self.commands.values()],
             "sessions": dict(self.sessions),
             "oom_on_next_exec": self.oom_on_next_exec,
@@ -233,6 +233,7 @@ class SandboxRecord:
             pending=(str(pending[0]), float(pending[1])) if pending else None,
             policy=None if data.get("policy") is None else NetworkPolicy.from_json(data["policy"]),
             has_sidecar=bool(data.get("has_sidecar")),
+            access_token=str(data.get("access_token") or secrets.token_urlsafe(24)),
             sessions=dict(data.get("sessions") or {}),
             oom_on_next_exec=bool(data.get("oom_on_next_exec")),
         )

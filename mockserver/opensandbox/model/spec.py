@@ -246,7 +246,7 @@ def parse_create(body: Any, runtime: str = "docker") -> CreateSpec:
     if docker:
         validate_docker_resource_limits(resource_limits)
     return CreateSpec(
-        image=dict(image) if has_image and isinstance(image, dict) else None,
+        image={"uri": image["uri"]} if has_image and isinstance(image, dict) else None,
         snapshot_id=snapshot_id if has_snapshot else None,
         timeout=timeout,
         entrypoint=list(entrypoint or []),

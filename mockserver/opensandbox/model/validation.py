@@ -1,4 +1,9 @@
-"""Request validation that answers like the real server's FastAPI/pydantic layer (422 ``{"detail": [...]}``)."""
+"""Request validation that answers like the real server's FastAPI/pydantic layer, as plain data.
+
+:class:`Checker` collects pydantic-style error entries and raises them as a :class:`RequestValidationError`;
+the routes render that as FastAPI's 422 ``{"detail": [...]}``. :func:`decode_json_body` is FastAPI's body
+decoding (content type, empty body, malformed JSON) over bytes the HTTP layer has read.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,6 @@ import math
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-from starlette.responses import JSONResponse
-
-from mockserver.asgi.requests import read_body
 
 CREATE_FIELDS = frozenset(
     {
@@ -58,15 +59,13 @@ _FIRST_SECOND_YEAR_1 = -62135596800
 
 
 class RequestValidationError(Exception):
-    """Carry pydantic-style error entries; rendered as FastAPI's 422."""
+    """Carry pydantic-style error entries (plain data); the routes render them as FastAPI's 422."""
+
+    status = 422
 
     def __init__(self, errors: list[dict[str, Any]]) -> None:
         super().__init__(f"{len(errors)} validation error(s)")
         self.errors = errors
-
-    def response(self) -> JSONResponse:
-        """Return the 422 response FastAPI would send."""
-        return JSONResponse({"detail": self.errors}, status_code=422)
 
 
 def error(kind: str, loc: list[str | int], value: Any, msg: str | None = None, **ctx: Any) -> dict[str, Any]:
@@ -84,14 +83,13 @@ def is_json_media_type(content_type: str | None) -> bool:
     return main == "application" and "/" not in sub and (sub == "json" or sub.endswith("+json"))
 
 
-async def json_body(request: Any, *, required: bool = True) -> Any:
-    """Read and parse the JSON body as FastAPI does (422 ``json_invalid`` / ``missing``).
+def decode_json_body(raw: bytes, content_type: str | None, *, required: bool = True) -> Any:
+    """Decode a request body as FastAPI does (422 ``json_invalid`` / ``missing``); None when optional and empty.
 
     A non-empty body without a JSON ``content-type`` is not parsed: it comes back as its text, which the body
     model then rejects, as FastAPI's strict content-type check leads to.
     """
-    raw = await read_body(request)
-    if raw and not is_json_media_type(request.headers.get("content-type")):
+    if raw and not is_json_media_type(content_type):
         return raw.decode("utf-8", "replace")
     if not raw.strip():
         if required:

@@ -1,0 +1,55 @@
+"""The OpenSandbox model: every rule of the lifecycle server, execd and the egress sidecar, with no web stack.
+
+The routes (:mod:`mockserver.opensandbox.routes`) parse a request, call one function here and render its
+answer; the contract oracle (:mod:`harness.machines.opensandbox.oracle`) calls the same functions to
+predict a target's answers. A refusal is an :class:`~mockserver.core.ApiError` (or one of its kinds in
+:mod:`.errors`) or a :class:`.validation.RequestValidationError`; nothing here imports starlette, uvicorn,
+httpx or the HTTP layer.
+
+Modules: :mod:`.profiles` (runtimes), :mod:`.validation` (pydantic-style checks), :mod:`.spec` (the create
+request), :mod:`.records` (sandbox, command and snapshot records), :mod:`.state` (the state machine),
+:mod:`.auth` (keys and tenants), :mod:`.config` (server settings), :mod:`.query` (query strings),
+:mod:`.lifecycle` (the lifecycle operations), :mod:`.endpoints` (endpoint resolution), :mod:`.ports` (the
+sandbox-port gate), :mod:`.execd` and :mod:`.files` (execd), :mod:`.egress` (policies and the sidecar),
+:mod:`.admin` (the ``/_mock/opensandbox`` operations), :mod:`.errors` (refusal kinds).
+"""
+
+from __future__ import annotations
+
+from .auth import ANY_KEY, AnyKey, KeyOption, KeyTable
+from .config import DEFAULT_HOST, ServerConfig
+from .errors import ExecdAuthError, TextError, wire_code
+from .ports import PortCall, admit_port
+from .profiles import EGRESS_PORT, EXECD_PORT, SERVER_VERSION, ProfileName, RuntimeProfile, make_profile
+from .records import CommandRecord, SandboxRecord, SnapshotRecord
+from .spec import CreateSpec, parse_create
+from .state import OpenSandboxState
+from .validation import Checker, RequestValidationError
+
+__all__ = [
+    "ANY_KEY",
+    "DEFAULT_HOST",
+    "EGRESS_PORT",
+    "EXECD_PORT",
+    "SERVER_VERSION",
+    "AnyKey",
+    "Checker",
+    "CommandRecord",
+    "CreateSpec",
+    "ExecdAuthError",
+    "KeyOption",
+    "KeyTable",
+    "OpenSandboxState",
+    "PortCall",
+    "ProfileName",
+    "RequestValidationError",
+    "RuntimeProfile",
+    "SandboxRecord",
+    "ServerConfig",
+    "SnapshotRecord",
+    "TextError",
+    "admit_port",
+    "make_profile",
+    "parse_create",
+    "wire_code",
+]

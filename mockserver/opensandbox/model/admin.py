@@ -1,0 +1,39 @@
+"""The OpenSandbox admin operations (``/_mock/opensandbox/...``): kill a sandbox as its container would die."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockserver.core import ApiError, json_object
+
+from .state import OpenSandboxState
+
+__all__ = ["fail_sandbox", "oom_kill"]
+
+
+def _live(state: OpenSandboxState, sandbox_id: str) -> None:
+    if state.lookup(sandbox_id) is None:
+        raise ApiError(404, "sandbox_not_found", f"no sandbox {sandbox_id}")
+
+
+def oom_kill(state: OpenSandboxState, sandbox_id: str, body: Any) -> dict[str, Any]:
+    """OOM-kill a sandbox now (exit 137), or with ``{"on_next_exec": true}`` at its next command."""
+    options = json_object(body)
+    _live(state, sandbox_id)
+    if options.get("on_next_exec"):
+        state.find(sandbox_id).oom_on_next_exec = True
+    else:
+        state.fail(sandbox_id, *state.profile.oom_status())
+    return state.find(sandbox_id).to_json()
+
+
+def fail_sandbox(state: OpenSandboxState, sandbox_id: str, body: Any) -> dict[str, Any]:
+    """Mark a sandbox Failed with ``reason`` and ``message`` (default: its container exited with code 1)."""
+    options = json_object(body)
+    reason = options.get("reason", "CONTAINER_EXITED_ERROR")
+    message = options.get("message", "Sandbox container exited with code 1.")
+    if not isinstance(reason, str) or not isinstance(message, str):
+        raise ApiError(400, "invalid_type", "reason and message must be strings")
+    _live(state, sandbox_id)
+    state.fail(sandbox_id, reason, message)
+    return state.find(sandbox_id).to_json()

@@ -1,0 +1,34 @@
+"""How one OpenSandbox server is set up: keys, sandbox-port tokens, egress enforcement, snapshot pace, host."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .auth import KeyTable
+
+__all__ = ["DEFAULT_HOST", "ENFORCEMENT_MODES", "ServerConfig"]
+
+DEFAULT_HOST = "127.0.0.1:8080"
+ENFORCEMENT_MODES = ("dns", "dns+nft")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """The server-wide settings the rules read (the runtime profile lives in the state).
+
+    ``execd_token`` / ``egress_token`` make the endpoints carry and the ports require access headers;
+    ``enforcement`` is the egress sidecar's ``dns`` (names only) or ``dns+nft`` (also raw IPs);
+    ``snapshot_seconds`` is how long a snapshot stays ``Creating``; ``default_host`` is the host endpoint
+    URLs name when a request carries no ``Host``.
+    """
+
+    access: KeyTable = field(default_factory=KeyTable)
+    execd_token: str | None = None
+    egress_token: str | None = None
+    enforcement: str = "dns"
+    snapshot_seconds: float = 0.0
+    default_host: str = DEFAULT_HOST
+
+    def __post_init__(self) -> None:
+        if self.enforcement not in ENFORCEMENT_MODES:
+            raise ValueError("enforcement_mode must be 'dns' or 'dns+nft'")

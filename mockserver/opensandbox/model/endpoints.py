@@ -1,0 +1,99 @@
+"""Endpoint resolution: where a sandbox port is reachable, and which headers a client must send there.
+
+``GET /v1/sandboxes/{id}/endpoints/{port}`` answers a scheme-less ``host[:port]/path``, as the real server
+does: the direct endpoint ``{host}/direct/{id}/{port}`` (this mock serves every sandbox port in its own
+app) or, with ``use_server_proxy=true``, the server proxy ``{host}{mount}/sandboxes/{id}/proxy/{port}``
+under the mount the request came through (``/v1`` or bare). ``host`` is the request's ``Host`` value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockserver.core import ApiError
+
+from .auth import DIRECT_PREFIX, SECURE_ACCESS_HEADER
+from .config import ServerConfig
+from .egress import EGRESS_AUTH_HEADER
+from .ports import require_pod_ip
+from .profiles import EGRESS_PORT, EXECD_PORT
+from .query import Query, query_bool, query_last
+from .records import SandboxRecord
+from .state import OpenSandboxState
+from .validation import Checker, RequestValidationError, error
+
+__all__ = ["EXECD_ACCESS_HEADER", "endpoint_headers", "resolve_endpoint"]
+
+EXECD_ACCESS_HEADER = "X-EXECD-ACCESS-TOKEN"
+
+
+def endpoint_headers(config: ServerConfig, sb: SandboxRecord, port: int, *, via_proxy: bool) -> dict[str, str]:
+    """Return the headers an endpoint tells clients to send to that port.
+
+    The execd and egress tokens when configured; in multi-tenant mode a direct endpoint also carries the
+    sandbox's secure-access token, which the direct route accepts in place of the owner's API key.
+    """
+    headers: dict[str, str] = {}
+    if port == EXECD_PORT and config.execd_token:
+        headers[EXECD_ACCESS_HEADER] = config.execd_token
+    if port == EGRESS_PORT and config.egress_token:
+        headers[EGRESS_AUTH_HEADER] = config.egress_token
+    if config.access.multi_tenant and not via_proxy:
+        headers[SECURE_ACCESS_HEADER] = sb.access_token
+    return headers
+
+
+def resolve_endpoint(
+    state: OpenSandboxState,
+    config: ServerConfig,
+    tenant: str,
+    sandbox_id: str,
+    raw_port: str,
+    query: Query,
+    *,
+    host: str | None,
+    path: str,
+) -> dict[str, Any]:
+    """Answer ``GET {path}`` (``/v1/sandboxes/{id}/endpoints/{port}`` or bare) with the ``Endpoint`` body.
+
+    The real server's order: the port is an integer (422), the query parses (422), ``use_server_proxy``
+    with ``expires`` (400), ``expires`` on Docker (400), the port range (400), the sandbox (404), its pod IP
+    (404 while Pending).
+    """
+    try:
+        port = int(raw_port)
+    except ValueError:
+        raise RequestValidationError([error("int_parsing", ["path", "port"], raw_port)]) from None
+    check = Checker()
+    use_proxy = query_bool(check, query, "use_server_proxy")
+    expires = query_last(query, "expires")
+    if expires is not None:
+        check.integer(expires, ["query", "expires"])
+    check.raise_if_any()
+    if use_proxy and expires is not None:
+        raise ApiError(
+            400,
+            "SANDBOX::INVALID_PARAMETER",
+            "use_server_proxy cannot be combined with expires; signed endpoints require the gateway route.",
+        )
+    if expires is not None and state.profile.name == "docker":
+        raise ApiError(
+            400,
+            "SANDBOX::API_NOT_SUPPORTED",
+            "Signed routes (expires parameter) are not supported when runtime.type='docker'. "
+            "Use the Kubernetes runtime for signed routes.",
+        )
+    if not 1 <= port <= 65535:
+        raise ApiError(400, "DOCKER::INVALID_PORT", "Port must be between 1 and 65535.")
+    sb = state.find(sandbox_id, tenant)
+    require_pod_ip(sb)
+    base = host or config.default_host
+    if use_proxy:
+        mount = path.split("/sandboxes/", 1)[0]
+        body: dict[str, Any] = {"endpoint": f"{base}{mount}/sandboxes/{sb.id}/proxy/{port}"}
+    else:
+        body = {"endpoint": f"{base}{DIRECT_PREFIX}/{sb.id}/{port}"}
+    headers = endpoint_headers(config, sb, port, via_proxy=use_proxy)
+    if headers:
+        body["headers"] = headers
+    return body

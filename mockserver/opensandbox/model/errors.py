@@ -1,0 +1,45 @@
+"""The refusals of the OpenSandbox model whose wire body is not the flat ``{"code", "message"}`` JSON.
+
+Most rules raise :class:`mockserver.core.ApiError`, which the routes render as ``{"code", "message"}``.
+Two parts of OpenSandbox answer differently, and the model says so by the error's type (the routes decide
+the bytes): the execd reverse proxy and the egress sidecar answer ``text/plain`` (:class:`TextError`, the
+body is the message), and execd's token middleware answers ``{"error": message}`` (:class:`ExecdAuthError`).
+"""
+
+from __future__ import annotations
+
+from mockserver.core import ApiError
+
+__all__ = ["ExecdAuthError", "TextError", "backend_connection_failed", "bad_gateway", "unreachable", "wire_code"]
+
+
+class TextError(ApiError):
+    """A refusal carried as ``text/plain``: the body is :attr:`message`, there is no code on the wire."""
+
+
+class ExecdAuthError(ApiError):
+    """execd's access-token refusal, carried as ``{"error": message}``."""
+
+
+def bad_gateway() -> TextError:
+    """Return the execd reverse proxy's answer for a backend that is not there: 502 ``Bad Gateway`` (text)."""
+    return TextError(502, "BAD_GATEWAY", "Bad Gateway")
+
+
+def backend_connection_failed(port: int) -> ApiError:
+    """Return the server proxy's 502 for a sandbox port nothing answers on."""
+    return ApiError(
+        502,
+        "BACKEND_CONNECTION_FAILED",
+        f"Could not connect to the backend sandbox 127.0.0.1:{port}: All connection attempts failed",
+    )
+
+
+def unreachable(port: int, via_proxy: bool) -> ApiError:
+    """Return what the path in front of a dead sandbox answers: proxy JSON 502, or execd-proxy text 502."""
+    return backend_connection_failed(port) if via_proxy else bad_gateway()
+
+
+def wire_code(exc: ApiError) -> str | None:
+    """Return the ``code`` a client finds in the refusal's body (None when the body carries none)."""
+    return None if isinstance(exc, (TextError, ExecdAuthError)) else exc.code

@@ -1,0 +1,265 @@
+"""execd's rules (port 44772): the access token, run and session requests, command records, logs, metrics.
+
+Errors are execd's ``{"code", "message"}`` bodies; the access-token refusal is execd's middleware's
+``{"error": ...}`` (:class:`~.errors.ExecdAuthError`). Running a command is not a rule: the runtime in
+:mod:`mockserver.opensandbox.commands` runs the :class:`RunRequest` these functions validate.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockserver.core import ApiError, IdFactory, VirtualClock
+from mockserver.sandbox.filesystem import FsError, normpath
+
+from .errors import ExecdAuthError, unreachable
+from .profiles import EXECD_PORT
+from .records import CommandRecord, SandboxRecord
+from .state import OpenSandboxState
+
+__all__ = [
+    "EXECD_TOKEN_HEADER",
+    "RUN_FIELDS",
+    "SESSION_RUN_FIELDS",
+    "TAIL_CURSOR_HEADER",
+    "LogChunk",
+    "RunRequest",
+    "check_execd_token",
+    "command_logs",
+    "command_status",
+    "create_session",
+    "delete_session",
+    "error_event",
+    "frame",
+    "interrupt",
+    "invalid",
+    "metrics",
+    "missing_query",
+    "new_command",
+    "prepare_run",
+    "prepare_session_run",
+    "resolve_cwd",
+]
+
+EXECD_TOKEN_HEADER = "x-execd-access-token"
+TAIL_CURSOR_HEADER = "EXECD-COMMANDS-TAIL-CURSOR"
+RUN_FIELDS = frozenset({"command", "argv", "cwd", "background", "timeout", "uid", "gid", "envs"})
+SESSION_RUN_FIELDS = frozenset({"command", "cwd", "timeout"})
+_HEX = "0123456789abcdef"
+
+
+def invalid(message: str) -> ApiError:
+    """Return execd's 400 ``INVALID_REQUEST_BODY``."""
+    return ApiError(400, "INVALID_REQUEST_BODY", message)
+
+
+def missing_query(name: str) -> ApiError:
+    """Return execd's 400 ``MISSING_QUERY``."""
+    return ApiError(400, "MISSING_QUERY", f"missing query parameter: {name}")
+
+
+def check_execd_token(expected: str | None, given: str | None) -> None:
+    """Refuse (401 ``{"error"}``) when an access token is configured and the request's is missing or wrong."""
+    if expected is not None and given != expected:
+        raise ExecdAuthError(401, "UNAUTHORIZED", "Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN")
+
+
+def frame(event: dict[str, Any]) -> bytes:
+    """Return one execd SSE frame: a bare compact JSON object and a blank line."""
+    return json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
+
+
+def error_event(evalue: str, traceback: str, ts: int) -> dict[str, Any]:
+    """Return an execd ``error`` event."""
+    return {
+        "type": "error",
+        "timestamp": ts,
+        "error": {"ename": "CommandExecError", "evalue": evalue, "traceback": [traceback]},
+    }
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A validated command to run: what the runtime needs, and the body fields execd does not know."""
+
+    command: str
+    env: dict[str, str]
+    cwd: str
+    timeout_ms: int | None
+    background: bool = False
+    argv: list[str] | None = None
+    unknown_fields: list[str] = field(default_factory=list)
+
+
+def _object(body: Any, fields: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
+    if not isinstance(body, dict):
+        raise invalid("invalid request body: expected a JSON object")
+    return body, sorted(set(body) - fields)
+
+
+def resolve_cwd(sb: SandboxRecord, raw: Any, default: str = "/") -> str:
+    """Return the absolute working directory a request names (``default`` when none)."""
+    if raw is None or raw == "":
+        return default
+    if not isinstance(raw, str):
+        raise invalid("invalid request body: cwd must be a string")
+    try:
+        path = normpath(raw, "/")
+        if not sb.fs.is_dir(path):
+            raise ApiError(500, "RUNTIME_ERROR", f"chdir {raw}: no such file or directory")
+    except FsError as exc:
+        raise ApiError(500, "RUNTIME_ERROR", f"chdir {raw}: {exc.strerror.lower()}") from exc
+    return path
+
+
+def _quote(arg: str) -> str:
+    if arg and all(c.isalnum() or c in "@%+=:,./-_" for c in arg):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
+def prepare_run(state: OpenSandboxState, sb: SandboxRecord, body: Any, *, via_proxy: bool) -> RunRequest:
+    """Validate ``POST /command``; a sandbox armed to be OOM-killed dies now and the proxy answers 502."""
+    data, unknown = _object(body, RUN_FIELDS)
+    command = data.get("command")
+    argv = data.get("argv")
+    if argv is not None:
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise invalid("invalid request body: argv must be a non-empty list of strings")
+        command = " ".join(_quote(a) for a in argv)
+    if not isinstance(command, str) or not command.strip():
+        raise invalid("invalid request body: command is required")
+    timeout = data.get("timeout")
+    if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool)):
+        raise invalid("invalid request body: timeout must be an integer (milliseconds)")
+    envs = data.get("envs") or {}
+    if not isinstance(envs, dict) or not all(isinstance(v, str) for v in envs.values()):
+        raise invalid("invalid request body: envs must map names to strings")
+    background = data.get("background", False)
+    if not isinstance(background, bool):
+        raise invalid("invalid request body: background must be a boolean")
+    cwd = resolve_cwd(sb, data.get("cwd"))
+    if sb.oom_on_next_exec:
+        sb.oom_on_next_exec = False
+        state.fail(sb.id, *state.profile.oom_status())
+        raise unreachable(EXECD_PORT, via_proxy)
+    return RunRequest(command, {**sb.spec.env, **envs}, cwd, timeout, background, argv, unknown)
+
+
+def prepare_session_run(sb: SandboxRecord, session_id: str, body: Any) -> RunRequest:
+    """Validate ``POST /session/{sid}/run``: the body first, then the session (execd's order)."""
+    data, unknown = _object(body, SESSION_RUN_FIELDS)
+    command = data.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise invalid("invalid request body: command is required")
+    timeout = data.get("timeout")
+    if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0):
+        raise invalid("invalid request body: timeout must be a non-negative integer (milliseconds)")
+    if session_id not in sb.sessions:
+        # execd validates the body first, then reports the runner's ErrContextNotFound as a runtime error.
+        raise ApiError(500, "RUNTIME_ERROR", "error running in session. context not found")
+    cwd = resolve_cwd(sb, data.get("cwd"), sb.sessions[session_id])
+    return RunRequest(command, dict(sb.spec.env), cwd, timeout, unknown_fields=unknown)
+
+
+def new_command(sb: SandboxRecord, ids: IdFactory, clock: VirtualClock, run: RunRequest) -> CommandRecord:
+    """Record a new command of the sandbox (running from now) and return it."""
+    record = CommandRecord(ids.token(16, _HEX), run.command, run.background, clock.now())
+    sb.commands[record.id] = record
+    return record
+
+
+def interrupt(sb: SandboxRecord, command_id: str | None) -> None:
+    """Interrupt a command (SIGTERM; it reports ``signal: terminated``)."""
+    if not command_id:
+        raise missing_query("id")
+    record = sb.commands.get(command_id)
+    if record is None:
+        raise invalid(f"command not found: {command_id}")
+    record.cancel()
+
+
+def command_status(sb: SandboxRecord, command_id: str) -> dict[str, Any]:
+    """Return a command's status record; 404 ``INVALID_REQUEST_BODY`` for an unknown id (execd's code)."""
+    record = sb.commands.get(command_id)
+    if record is None:
+        raise ApiError(404, "INVALID_REQUEST_BODY", f"command not found: {command_id}")
+    return record.status_json()
+
+
+@dataclass(frozen=True)
+class LogChunk:
+    """A background command's output from a byte cursor, and the cursor to ask from next."""
+
+    text: str
+    cursor: int
+
+
+def command_logs(sb: SandboxRecord, command_id: str, raw_cursor: str | None) -> LogChunk:
+    """Return a background command's combined output from byte ``cursor`` (default 0)."""
+    record = sb.commands.get(command_id)
+    if record is None or not record.background:
+        raise invalid(f"command not found: {command_id}")
+    raw = "0" if raw_cursor is None else raw_cursor
+    try:
+        cursor = int(raw)
+    except ValueError:
+        raise invalid(f"invalid cursor: {raw}") from None
+    if cursor < 0:
+        raise invalid(f"invalid cursor: {raw}")
+    data = bytes(record.output)
+    return LogChunk(data[cursor:].decode("utf-8", "replace"), len(data))
+
+
+def create_session(sb: SandboxRecord, ids: IdFactory, body: Any) -> dict[str, Any]:
+    """Open a shell session that keeps its working directory; return ``{"session_id"}``."""
+    if not isinstance(body, dict):
+        raise invalid("invalid request body: expected a JSON object")
+    cwd = resolve_cwd(sb, body.get("cwd"))
+    session_id = ids.token(16, _HEX)
+    sb.sessions[session_id] = cwd
+    return {"session_id": session_id}
+
+
+def delete_session(sb: SandboxRecord, session_id: str) -> None:
+    """Close a session; 404 ``CONTEXT_NOT_FOUND`` when there is none."""
+    if sb.sessions.pop(session_id, None) is None:
+        raise ApiError(404, "CONTEXT_NOT_FOUND", f"session not found: {session_id}")
+
+
+def metrics(sb: SandboxRecord, now_ms: int) -> dict[str, Any]:
+    """Return resource metrics derived from the sandbox's limits and running commands."""
+    limits = sb.spec.resource_limits
+    running = sum(1 for c in sb.commands.values() if c.running)
+    total = _mib(limits.get("memory", "2Gi"))
+    return {
+        "cpu_count": _cpus(limits.get("cpu", "1")),
+        "cpu_used_pct": min(100.0, 5.0 * running),
+        "mem_total_mib": total,
+        "mem_used_mib": round(min(total, 32.0 + 16.0 * running), 1),
+        "timestamp": now_ms,
+    }
+
+
+def _cpus(value: str) -> float:
+    try:
+        return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+    except ValueError:
+        return 1.0
+
+
+def _mib(value: str) -> float:
+    units = {"Ki": 1 / 1024, "Mi": 1.0, "Gi": 1024.0, "Ti": 1024.0 * 1024, "K": 1e3 / 2**20, "M": 1e6 / 2**20}
+    units["G"] = 1e9 / 2**20
+    for suffix in sorted(units, key=len, reverse=True):
+        if value.endswith(suffix):
+            try:
+                return round(float(value[: -len(suffix)]) * units[suffix], 1)
+            except ValueError:
+                return 2048.0
+    try:
+        return round(float(value) / 2**20, 1)
+    except ValueError:
+        return 2048.0

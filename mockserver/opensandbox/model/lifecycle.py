@@ -1,0 +1,218 @@
+"""The lifecycle API's operations: one function per route, from a decoded request to a plain answer.
+
+Each function takes the state, the caller's tenant and what the request carried (a decoded JSON body,
+query pairs, path values), applies the real server's checks in its order (body model first, as FastAPI
+does, then the sandbox lookup, then the state rules) and returns the response body as a dict, or raises
+an :class:`~mockserver.core.ApiError` / :class:`~.validation.RequestValidationError`.
+
+Known deviations from the real 1.1.1 server:
+
+* The Kubernetes-like profile answers a create at once with ``Pending`` (the real one blocks until
+  the pod runs); its endpoints answer 404 ``KUBERNETES::POD_IP_NOT_AVAILABLE`` until ready.
+* A ``networkPolicy`` whose targets the reference engine rejects gives 400
+  ``SANDBOX::INVALID_PARAMETER`` (the real server starts a sidecar that fails, then 500s).
+* Bodies over 1 MiB get 413 (the real server has no limit); pools and templates answer 501;
+  diagnostics are not served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any, NoReturn
+
+from mockserver.core import ApiError
+
+from .errors import TextError
+from .profiles import SERVER_VERSION
+from .query import Query, metadata_filter, page_of, query_last, query_values
+from .records import SandboxRecord, SnapshotRecord
+from .spec import iso, parse_create
+from .state import OpenSandboxState
+from .validation import Checker
+
+__all__ = [
+    "CreatedSnapshot",
+    "create_sandbox",
+    "create_snapshot",
+    "delete_sandbox",
+    "delete_snapshot",
+    "get_sandbox",
+    "get_snapshot",
+    "health",
+    "list_sandboxes",
+    "list_snapshots",
+    "metrics_event",
+    "patch_metadata",
+    "pause_sandbox",
+    "renew_expiration",
+    "resume_sandbox",
+    "unsupported",
+    "version",
+]
+
+
+def health() -> dict[str, Any]:
+    """Return the health check's body."""
+    return {"status": "healthy"}
+
+
+def version() -> dict[str, Any]:
+    """Return the server version's body."""
+    return {"version": SERVER_VERSION}
+
+
+def unsupported(path: str) -> NoReturn:
+    """Refuse pool and template management: 501 (not configured on this runtime)."""
+    kind = "Pool" if "/pools" in path else "Template"
+    raise ApiError(501, "SANDBOX::API_NOT_SUPPORTED", f"{kind} management is not supported in this runtime.")
+
+
+def metrics_event(state: OpenSandboxState, body: Any) -> None:
+    """Accept an SDK telemetry event (``sandbox.create``, its duration and outcome); 422 when malformed."""
+    check = Checker()
+    data = check.obj(body, ["body"])
+    check.raise_if_any()
+    assert data is not None
+    if "eventType" not in data:
+        check.add("missing", ["body", "eventType"], data)
+    elif data["eventType"] != "sandbox.create":
+        check.add(
+            "literal_error",
+            ["body", "eventType"],
+            data["eventType"],
+            "Input should be 'sandbox.create'",
+            expected="'sandbox.create'",
+        )
+    if "createDurationMs" not in data:
+        check.add("missing", ["body", "createDurationMs"], data)
+    else:
+        check.integer(data["createDurationMs"], ["body", "createDurationMs"], ge=0)
+    if "success" not in data:
+        check.add("missing", ["body", "success"], data)
+    else:
+        check.boolean(data["success"], ["body", "success"])
+    check.raise_if_any()
+    with state.lock:
+        state.metrics_events.append(data)
+
+
+def create_sandbox(state: OpenSandboxState, tenant: str, body: Any) -> tuple[SandboxRecord, dict[str, Any]]:
+    """Create a sandbox (202): return its record and the ``CreateSandboxResponse`` body."""
+    sb = state.create(tenant, parse_create(body, state.profile.name))
+    return sb, sb.create_response()
+
+
+def get_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> dict[str, Any]:
+    """Return one sandbox's body; 404 for an unknown one or another tenant's."""
+    return state.find(sandbox_id, tenant).to_json()
+
+
+def list_sandboxes(state: OpenSandboxState, tenant: str, query: Query) -> dict[str, Any]:
+    """Return a page of the tenant's sandboxes: ``state`` OR-ed, ``metadata`` AND-ed, newest first."""
+    page = page_of(query)
+    metadata = metadata_filter(query)
+    return state.list(tenant, query_values(query, "state"), metadata, page.page, page.size)
+
+
+def delete_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> None:
+    """Delete a sandbox (204)."""
+    state.delete(tenant, sandbox_id)
+
+
+def pause_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> None:
+    """Pause a sandbox (202; 409 unless Running)."""
+    state.pause(tenant, sandbox_id)
+
+
+def resume_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> None:
+    """Resume a sandbox (202; 409 unless Paused)."""
+    state.resume(tenant, sandbox_id)
+
+
+def renew_expiration(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any) -> dict[str, Any]:
+    """Set a new expiry time: ``{"expiresAt"}`` in, the stored ``{"expiresAt"}`` out.
+
+    422 for a body without a valid ``expiresAt``; then 404; then, as the real server (it converts to UTC
+    after the lookup and does not catch the overflow), a bare 500 for a time UTC cannot hold; then 400 for a
+    time not in the future and 409 for a sandbox without automatic expiry.
+    """
+    check = Checker()
+    data = check.obj(body, ["body"])
+    check.raise_if_any()
+    assert data is not None
+    if "expiresAt" not in data:
+        check.add("missing", ["body", "expiresAt"], data)
+    check.raise_if_any()
+    when = check.datetime_value(data["expiresAt"], ["body", "expiresAt"])
+    check.raise_if_any()
+    assert when is not None
+    sb = state.find(sandbox_id, tenant)
+    try:
+        when = when.astimezone(UTC)
+    except OverflowError:
+        raise TextError(500, "INTERNAL_SERVER_ERROR", "Internal Server Error") from None
+    return {"expiresAt": iso(state.renew(sb.tenant, sb.id, when))}
+
+
+def patch_metadata(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any) -> dict[str, Any]:
+    """Merge-patch the metadata (null deletes): 422 unless an object of strings and nulls; the sandbox body."""
+    check = Checker()
+    if not isinstance(body, dict):
+        check.add("dict_type", ["body"], body)
+    else:
+        for key, value in body.items():
+            if value is not None:
+                check.string(value, ["body", key])
+    check.raise_if_any()
+    assert isinstance(body, dict)
+    sb = state.find(sandbox_id, tenant)
+    return state.patch_metadata(sb.tenant, sb.id, body).to_json()
+
+
+@dataclass(frozen=True)
+class CreatedSnapshot:
+    """A snapshot just created: its record, its body and the ``Location`` to read it at."""
+
+    record: SnapshotRecord
+    body: dict[str, Any]
+    location: str
+
+
+def create_snapshot(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any, delay: float) -> CreatedSnapshot:
+    """Snapshot a sandbox (202): an optional ``{"name"}`` body; ready after ``delay`` virtual seconds."""
+    name: str | None = None
+    if body is not None:
+        check = Checker()
+        data = check.obj(body, ["body"])
+        check.raise_if_any()
+        assert data is not None
+        if data.get("name") is not None:
+            name = check.string(data["name"], ["body", "name"], min_length=1)
+        check.raise_if_any()
+    sb = state.find(sandbox_id, tenant)
+    snap = state.create_snapshot(sb.tenant, sb.id, name, delay)
+    return CreatedSnapshot(snap, snap.to_json(state.clock.now()), f"/v1/snapshots/{snap.id}")
+
+
+def list_snapshots(state: OpenSandboxState, tenant: str, query: Query) -> dict[str, Any]:
+    """Return a page of the tenant's snapshots (``sandboxId``, ``name`` and ``state`` filters), newest first."""
+    page = page_of(query)
+    return state.list_snapshots(
+        tenant,
+        query_last(query, "sandboxId"),
+        query_last(query, "name"),
+        query_values(query, "state"),
+        page.page,
+        page.size,
+    )
+
+
+def get_snapshot(state: OpenSandboxState, tenant: str, snapshot_id: str) -> dict[str, Any]:
+    """Return one snapshot's body; 404 ``SNAPSHOT::NOT_FOUND``."""
+    return state.find_snapshot(tenant, snapshot_id).to_json(state.clock.now())
+
+
+def delete_snapshot(state: OpenSandboxState, tenant: str, snapshot_id: str) -> None:
+    """Delete one snapshot (204)."""
+    state.delete_snapshot(tenant, snapshot_id)

@@ -1,0 +1,100 @@
+"""The sandbox-port gate: what answers a request for ``/{sandbox_id}/{port}/...`` before execd or the sidecar.
+
+A sandbox port is reached directly (``/direct/{id}/{port}``, the endpoint the lifecycle API hands out) or
+through the server proxy (``/v1/sandboxes/{id}/proxy/{port}``). :func:`admit_port` decides, for either way,
+whether the request reaches the port's service (it returns the sandbox) or what refuses it (it raises).
+
+Known deviations: a direct request to a sandbox that is not running answers 502 ``Bad Gateway``
+(text) at once, where a real paused container would hang and a deleted one refuse the connection;
+ports other than 44772 and 18080 have no service (502).
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from mockserver.core import ApiError
+
+from .auth import KeyTable, invalid_secure_access, missing_key
+from .config import ServerConfig
+from .errors import bad_gateway, unreachable
+from .execd import check_execd_token
+from .profiles import EGRESS_PORT, EXECD_PORT
+from .records import SandboxRecord
+from .state import OpenSandboxState
+
+__all__ = ["PortCall", "admit_port", "require_pod_ip", "serves"]
+
+
+@dataclass(frozen=True)
+class PortCall:
+    """One request for a sandbox port, as the gate sees it.
+
+    ``tenant`` is what the lifecycle auth resolved (the proxy route); ``api_key``, ``access_token`` and
+    ``execd_token`` are the request's ``OPEN-SANDBOX-API-KEY``, ``OpenSandbox-Secure-Access`` and
+    ``X-EXECD-ACCESS-TOKEN`` headers.
+    """
+
+    sandbox_id: str
+    port: int
+    via_proxy: bool
+    tenant: str | None = None
+    api_key: str | None = None
+    access_token: str | None = None
+    execd_token: str | None = None
+
+
+def require_pod_ip(sb: SandboxRecord) -> None:
+    """Raise the Kubernetes 404 while a sandbox has no pod IP yet."""
+    if sb.state == "Pending":
+        raise ApiError(
+            404, "KUBERNETES::POD_IP_NOT_AVAILABLE", "Pod IP is not yet available. The Pod may still be starting."
+        )
+
+
+def serves(sb: SandboxRecord, port: int) -> bool:
+    """Tell whether something listens on ``port`` in the sandbox: execd always, the sidecar when it has one."""
+    return port == EXECD_PORT or (port == EGRESS_PORT and sb.has_sidecar)
+
+
+def _direct_tenant(state: OpenSandboxState, table: KeyTable, call: PortCall) -> str | None:
+    """Authenticate a direct request in multi-tenant mode: the sandbox's token, else the owner's API key."""
+    if not table.multi_tenant:
+        return None
+    if call.access_token:
+        sb = state.lookup(call.sandbox_id)
+        if sb is None:
+            raise bad_gateway()
+        if not hmac.compare_digest(call.access_token.encode(), sb.access_token.encode()):
+            raise invalid_secure_access()
+        return sb.tenant
+    return table.tenant_of(call.api_key)
+
+
+def admit_port(state: OpenSandboxState, config: ServerConfig, call: PortCall) -> SandboxRecord:
+    """Return the sandbox whose port service answers ``call``, or raise what answers instead.
+
+    In order: credentials (multi-tenant only; see :mod:`.auth`), the sandbox lookup (another tenant's
+    sandbox does not exist: proxy 404, direct 502), the pod IP (proxy, Kubernetes), whether the port is
+    served and the sandbox running (502), and execd's access token (401 ``{"error"}``).
+    """
+    table = config.access
+    if call.via_proxy:
+        tenant = call.tenant if table.multi_tenant else None
+        if table.multi_tenant and tenant is None:
+            raise missing_key()
+    else:
+        tenant = _direct_tenant(state, table, call)
+    sb = state.lookup(call.sandbox_id)
+    if sb is None or (tenant is not None and sb.tenant != tenant):
+        if call.via_proxy:
+            raise ApiError(404, state.profile.not_found_code, f"Sandbox {call.sandbox_id} not found.")
+        raise bad_gateway()
+    if call.via_proxy:
+        require_pod_ip(sb)
+    if sb.state != "Running" or not serves(sb, call.port):
+        raise unreachable(call.port, call.via_proxy)
+    if call.port == EXECD_PORT:
+        check_execd_token(config.execd_token, call.execd_token)
+    return sb

@@ -1,0 +1,76 @@
+"""The outermost layer of the OpenSandbox app: ``X-Request-ID`` on every answer, and the lifecycle API-key check.
+
+The rule is the model's (:func:`~..model.auth.lifecycle_tenant`); this layer reads the header, records the
+tenant in the scope for the routes, and renders a refusal: the real server's 401 JSON for HTTP, a close
+before the handshake is accepted (code 4401) for a WebSocket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mockserver.core import ApiError
+
+from ..model.auth import API_KEY_HEADER, KeyTable, is_lifecycle_path, lifecycle_tenant
+from .render import TENANT_KEY, close_code, error_response
+
+__all__ = ["RequestGate"]
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+
+
+class RequestGate:
+    """Stamp ``X-Request-ID`` on every HTTP answer and authenticate lifecycle requests by API key.
+
+    ``new_id`` makes a request id when the client sent none. Paths under ``/_mock`` and ``/direct`` are not
+    the lifecycle server's: the admin service and the sandbox-port gate decide about them.
+    """
+
+    def __init__(self, app: ASGIApp, access: KeyTable, new_id: Callable[[], str]) -> None:
+        self.app = app
+        self.access = access
+        self.new_id = new_id
+
+    def _admit(self, scope: Scope, headers: dict[str, str]) -> ApiError | None:
+        path = str(scope.get("path", ""))
+        if not is_lifecycle_path(path):
+            return None
+        try:
+            tenant = lifecycle_tenant(self.access, path, headers.get(API_KEY_HEADER))
+        except ApiError as exc:
+            return exc
+        if tenant is not None:
+            scope.setdefault("state", {})[TENANT_KEY] = tenant
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        denied = self._admit(scope, headers)
+        if scope["type"] == "websocket":
+            if denied is not None:
+                await send({"type": "websocket.close", "code": close_code(denied), "reason": denied.code})
+                return
+            await self.app(scope, receive, send)
+            return
+        request_id = (headers.get("x-request-id") or "").strip() or self.new_id()
+        lifecycle = is_lifecycle_path(str(scope.get("path", "")))
+
+        async def stamped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                extra = [(b"x-request-id", request_id.encode("latin-1"))]
+                if lifecycle:
+                    extra.append((b"vary", b"Origin"))
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        if denied is not None:
+            await error_response(denied)(scope, receive, stamped)
+            return
+        await self.app(scope, receive, stamped)

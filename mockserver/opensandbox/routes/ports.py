@@ -1,0 +1,101 @@
+"""The sandbox-port dispatcher behind ``/direct/{id}/{port}`` and ``/v1/sandboxes/{id}/proxy/{port}``.
+
+For HTTP and WebSocket alike: read the credentials, ask the model's gate (:func:`~..model.ports.admit_port`)
+and either render its refusal (an HTTP answer, or a close before the WebSocket handshake is accepted, code
+4000 + the HTTP status) or hand the request to the port's service, whose router answers a WebSocket it does
+not serve with close code 4404.
+
+Known deviations: no sandbox-port service takes a WebSocket (execd's PTY is not emulated), so every
+WebSocket to a sandbox port is closed before the handshake is accepted: 4404 when the gate admits it,
+else 4000 + the HTTP status the gate would answer (4401 without a valid key, 4404 / 4502 for a sandbox
+that is not there or not the caller's); a server on a socket then refuses the handshake with 403.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Router
+from starlette.types import Receive, Scope, Send
+
+from mockserver.asgi.middleware import notes
+from mockserver.core import ApiError
+
+from ..model.auth import API_KEY_HEADER, SECURE_ACCESS_HEADER
+from ..model.config import ServerConfig
+from ..model.execd import EXECD_TOKEN_HEADER
+from ..model.ports import PortCall, admit_port
+from ..model.state import OpenSandboxState
+from .render import SANDBOX_KEY, TENANT_KEY, VIA_PROXY_KEY, close_code, error_response
+
+__all__ = ["NOT_SERVED_CLOSE", "PortContext", "PortDispatcher", "service_router"]
+
+#: The close code of a WebSocket to a path no sandbox-port service serves.
+NOT_SERVED_CLOSE = 4404
+
+
+async def _not_served(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": NOT_SERVED_CLOSE, "reason": "not found"})
+        return
+    raise HTTPException(status_code=404)
+
+
+def service_router(routes: Sequence[BaseRoute]) -> Router:
+    """Return the router of one port's service (a path it does not serve: 404, or close 4404 for a WebSocket)."""
+    return Router(routes=list(routes), default=_not_served)
+
+
+@dataclass(frozen=True)
+class PortContext:
+    """What the dispatcher uses: the state, the server settings, and each served port's router."""
+
+    state: OpenSandboxState
+    config: ServerConfig
+    services: Mapping[int, Router]
+
+
+def _header(scope: Scope, name: str) -> str | None:
+    wanted = name.lower().encode("latin-1")
+    for key, value in scope.get("headers") or []:
+        if key.lower() == wanted:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+class PortDispatcher:
+    """Route a request for ``/{sandbox_id}/{port}/...`` to that sandbox's execd or egress sidecar."""
+
+    def __init__(self, ctx: PortContext, *, via_proxy: bool) -> None:
+        self.ctx = ctx
+        self.via_proxy = via_proxy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        params = scope.get("path_params", {})
+        sandbox_id, port = str(params["sandbox_id"]), int(params["port"])
+        state: dict[str, object] = scope.setdefault("state", {})
+        state[VIA_PROXY_KEY] = self.via_proxy
+        if scope["type"] == "http":
+            notes(scope).sandbox_id = sandbox_id
+        tenant = state.get(TENANT_KEY)
+        call = PortCall(
+            sandbox_id,
+            port,
+            self.via_proxy,
+            tenant=tenant if isinstance(tenant, str) else None,
+            api_key=_header(scope, API_KEY_HEADER),
+            access_token=_header(scope, SECURE_ACCESS_HEADER),
+            execd_token=_header(scope, EXECD_TOKEN_HEADER),
+        )
+        try:
+            sb = admit_port(self.ctx.state, self.ctx.config, call)
+        except ApiError as exc:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": close_code(exc), "reason": exc.code})
+            else:
+                await error_response(exc)(scope, receive, send)
+            return
+        state[SANDBOX_KEY] = sb
+        await self.ctx.services[port](scope, receive, send)

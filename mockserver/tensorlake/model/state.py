@@ -1,8 +1,8 @@
-"""The TensorLake mock's state and rules: sandboxes, names, lifecycle on the virtual clock, snapshots.
+"""The TensorLake mock's state and its transitions: sandboxes, names, lifecycle on the virtual clock, snapshots.
 
-No HTTP here: routes parse a request, call one method, and serialise what it returns. Every method
-takes the model lock and validates completely before it changes anything, so a rejected request
-leaves the state exactly as it was.
+No HTTP here: :mod:`.lifecycle` turns a request into one call of these methods and their result into the
+answer's body. Every method takes the model lock and validates completely before it changes anything, so a
+rejected request leaves the state exactly as it was.
 
 Lifecycle (virtual clock; durations from :class:`Timings`, all 0 by default):
 
@@ -36,8 +36,19 @@ from mockserver.core.errors import ApiError
 from mockserver.core.ids import IdFactory
 from mockserver.sandbox.filesystem import FileSystem
 
+from .auth import KeyRing
+from .daemon import Daemon
 from .records import Resize, Resources, Sandbox, Session, Snapshot
-from .validate import CreateRequest, PatchRequest, bad, parse_mount, parse_patch, parse_resources
+from .validate import (
+    CreateRequest,
+    PatchRequest,
+    bad,
+    conflict,
+    not_found,
+    parse_mount,
+    parse_patch,
+    parse_resources,
+)
 
 ARCHIVE_LIMIT = 1000
 LIVE = frozenset({"pending", "running", "snapshotting", "suspending", "suspended"})
@@ -68,23 +79,20 @@ class CreateOutcome:
     error_details: Any = None
 
 
-def not_found(what: str, ident: str) -> ApiError:
-    """Return a 404 for an unknown sandbox or snapshot."""
-    return ApiError(404, f"{what}_not_found", f"{what} {ident!r} not found")
-
-
-def conflict(code: str, message: str) -> ApiError:
-    """Return a 409."""
-    return ApiError(409, code, message)
-
-
 class TensorLakeModel:
-    """Hold every tenant's sandboxes, snapshots and browser sessions; thread-safe."""
+    """Hold every tenant's sandboxes, snapshots, daemons and browser sessions, and the accepted keys; thread-safe."""
 
-    def __init__(self, clock: VirtualClock, ids: IdFactory, resolve: Callable[[str], Iterable[str]]) -> None:
+    def __init__(
+        self,
+        clock: VirtualClock,
+        ids: IdFactory,
+        resolve: Callable[[str], Iterable[str]],
+        keys: KeyRing | None = None,
+    ) -> None:
         self.clock = clock
         self.ids = ids
         self.resolve = resolve
+        self.keys = keys or KeyRing()
         self.timings = Timings()
         self.lock = threading.RLock()
         self.sandboxes: dict[str, Sandbox] = {}
@@ -93,6 +101,7 @@ class TensorLakeModel:
         self.snapshots: dict[str, Snapshot] = {}
         self.sessions: dict[str, Session] = {}
         self.outcomes: collections.deque[CreateOutcome] = collections.deque()
+        self.daemons: dict[str, Daemon] = {}
         self.on_terminate: Callable[[Sandbox], None] = lambda sandbox: None
 
     # -- lookup ----------------------------------------------------------------------------------
@@ -137,6 +146,15 @@ class TensorLakeModel:
                 return None
             self.settle(sandbox)
             return self.sandboxes.get(sandbox.id)
+
+    def daemon_of(self, sb: Sandbox) -> Daemon:
+        """Return the daemon state of a live sandbox (created on first use)."""
+        with self.lock:
+            daemon = self.daemons.get(sb.id)
+            if daemon is None:
+                daemon = Daemon(sb.id, sb.namespace, self.clock.now(), self.ids.uuid4)
+                self.daemons[sb.id] = daemon
+            return daemon
 
     def list_sandboxes(self, owner: str, namespace: str) -> list[Sandbox]:
         """Return the tenant's live sandboxes, oldest first."""
@@ -212,6 +230,7 @@ class TensorLakeModel:
         self.archive[sb.id] = sb
         while len(self.archive) > ARCHIVE_LIMIT:
             self.archive.popitem(last=False)
+        self.daemons.pop(sb.id, None)
         self.on_terminate(sb)
 
     # -- create ----------------------------------------------------------------------------------
@@ -490,14 +509,18 @@ class TensorLakeModel:
     # -- state -----------------------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget everything."""
+        """Forget every sandbox, snapshot, session, daemon and queued create outcome; timings back to 0."""
         with self.lock:
+            for sb in list(self.sandboxes.values()):
+                self.on_terminate(sb)
+            self.timings = Timings()
             self.sandboxes.clear()
             self.names.clear()
             self.archive.clear()
             self.snapshots.clear()
             self.sessions.clear()
             self.outcomes.clear()
+            self.daemons.clear()
 
     def dump(self) -> dict[str, Any]:
         """Return the whole state as JSON."""

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from .mock import DEFAULT_INGRESS_DOMAIN, DEFAULT_PORT, TensorLakeMock, sdk_env
     from .model.gate import TensorLakeGate
-    from .model.state import Timings
+    from .model.store import Timings
 
 __all__ = [
     "DEFAULT_API_KEY",
@@ -32,7 +32,7 @@ _HOMES = {
     "TensorLakeMock": "mockserver.tensorlake.mock",
     "sdk_env": "mockserver.tensorlake.mock",
     "TensorLakeGate": "mockserver.tensorlake.model.gate",
-    "Timings": "mockserver.tensorlake.model.state",
+    "Timings": "mockserver.tensorlake.model.store",
 }
 
 

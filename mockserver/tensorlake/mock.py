@@ -38,7 +38,8 @@ from .model.gate import TensorLakeGate
 from .model.ingress import IngressRules
 from .model.lifecycle import LifecycleApi
 from .model.records import Sandbox
-from .model.state import TensorLakeModel, Timings
+from .model.state import TensorLakeModel
+from .model.store import Timings
 from .processes import EmulatorRuntime
 from .routes.admin import AdminContext, admin_routes, new_session_token
 from .routes.common import CollapseSlashes

@@ -14,7 +14,7 @@ differ (401 ``INVALID_API_KEY`` instead of 403 ``FORBIDDEN``), both are accepted
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -80,10 +80,14 @@ class Oracle:
         """Return a lifecycle call with the machine's key (and ``query``)."""
         return Call(f"Bearer {self.key}", namespace=NAMESPACE, query={k: [v] for k, v in query.items()})
 
-    def answer(self, outcome: Outcome, *, info: bool = True) -> Expected:
-        """Return the prediction of a lifecycle answer (its waits followed at once, as a manual clock does)."""
-        found: Answer = without_waiting(outcome)
-        return Expected(found.status, body=normalise_info(found.body, str) if info else found.body)
+    def predict(self, outcome: Callable[[], Outcome]) -> Expected:
+        """Return the prediction of one lifecycle call: its answer (waits followed at once, as a manual clock
+        does) with the SandboxInfo normalised, or its refusal."""
+        try:
+            found: Answer = without_waiting(outcome())
+        except ApiError as exc:
+            return Expected.error(exc)
+        return Expected(found.status, body=normalise_info(found.body, str))
 
     def lookup(self, model_id: str) -> Sandbox | None:
         """Return the live model sandbox settled to now, or None once it is gone."""
@@ -107,10 +111,7 @@ class Oracle:
 
     def get(self, ident: str) -> Expected:
         """Predict ``GET /sandboxes/{id-or-name}``."""
-        try:
-            return self.answer(self.api.get(self.call(), ident))
-        except ApiError as exc:
-            return Expected.error(exc)
+        return self.predict(lambda: self.api.get(self.call(), ident))
 
     def list(self) -> Expected:
         """Predict ``GET /sandboxes`` (the normalised items)."""
@@ -119,33 +120,21 @@ class Oracle:
 
     def patch(self, model_id: str, body: Any) -> Expected:
         """Predict ``PATCH /sandboxes/{id}``."""
-        try:
-            return self.answer(self.api.patch(self.call(), model_id, body))
-        except ApiError as exc:
-            return Expected.error(exc)
+        return self.predict(lambda: self.api.patch(self.call(), model_id, body))
 
     def delete(self, model_id: str) -> Expected:
         """Predict ``DELETE /sandboxes/{id}``."""
-        try:
-            return self.answer(self.api.delete(self.call(), model_id))
-        except ApiError as exc:
-            return Expected.error(exc)
+        return self.predict(lambda: self.api.delete(self.call(), model_id))
 
     def suspend(self, model_id: str, wait_ms: int | None = None) -> Expected:
-        """Predict ``POST /sandboxes/{id}/suspend``: 200 once suspended, 202 while suspending."""
-        query = {} if wait_ms is None else {"wait_ms": str(wait_ms)}
-        try:
-            return self.answer(self.api.suspend(self.call(**query), model_id))
-        except ApiError as exc:
-            return Expected.error(exc)
+        """Predict ``POST /sandboxes/{id}/suspend`` (``?wait_ms=`` when given)."""
+        call = self.call() if wait_ms is None else self.call(wait_ms=str(wait_ms))
+        return self.predict(lambda: self.api.suspend(call, model_id))
 
     def resume(self, model_id: str, wait_ms: int | None = None) -> Expected:
-        """Predict ``POST /sandboxes/{id}/resume``: 200 once running, 202 while resuming."""
-        query = {} if wait_ms is None else {"wait_ms": str(wait_ms)}
-        try:
-            return self.answer(self.api.resume(self.call(**query), model_id))
-        except ApiError as exc:
-            return Expected.error(exc)
+        """Predict ``POST /sandboxes/{id}/resume`` (``?wait_ms=`` when given)."""
+        call = self.call() if wait_ms is None else self.call(wait_ms=str(wait_ms))
+        return self.predict(lambda: self.api.resume(call, model_id))
 
     # -- the proxy -----------------------------------------------------------------------------------------
 

@@ -21,7 +21,8 @@ from .gate import TensorLakeGate
 from .ingress import Admission, IngressRules, ProxyRequest, Target
 from .lifecycle import Answer, Call, LifecycleApi
 from .records import Sandbox, Session, Snapshot
-from .state import CreateOutcome, TensorLakeModel, Timings
+from .state import TensorLakeModel
+from .store import CreateOutcome, Timings
 from .urls import Origin
 from .validate import MANAGEMENT_PORT
 from .waits import Settle, without_waiting

@@ -15,7 +15,8 @@ from mockserver.core.errors import ApiError, json_object
 
 from .auth import KeyRing
 from .records import Session, owner_id
-from .state import CreateOutcome, TensorLakeModel, Timings
+from .state import TensorLakeModel
+from .store import CreateOutcome, Timings
 
 __all__ = [
     "DEFAULT_ORGANIZATION",

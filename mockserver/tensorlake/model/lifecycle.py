@@ -24,7 +24,8 @@ from mockserver.core.journal import RequestNotes
 
 from .auth import Tenant, tenant_of
 from .records import ROUTING_HINT, Sandbox
-from .state import CreateOutcome, TensorLakeModel
+from .state import TensorLakeModel
+from .store import CreateOutcome
 from .urls import Origin, endpoints
 from .validate import bad, int_query, parse_create, parse_snapshot_type
 from .waits import Settle, request_budget

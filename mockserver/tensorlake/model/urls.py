@@ -40,7 +40,13 @@ class Origin:
     host: str
 
     def split(self) -> tuple[str, str]:
-        """Return ``(hostname, port)``; the port is ``""`` when the Host header has none (or is IPv6 without one)."""
+        """Return ``(hostname, port)`` of the Host header; the port is ``""`` when it names none.
+
+        A bracketed IPv6 literal keeps its brackets (``[::1]:8911`` is ``("[::1]", "8911")``).
+        """
+        if self.host.startswith("["):
+            hostname, _, rest = self.host.partition("]")
+            return hostname + "]", rest.removeprefix(":")
         if self.host.count(":") == 1:
             hostname, _, port = self.host.rpartition(":")
             return hostname, port

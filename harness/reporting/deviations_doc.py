@@ -1,6 +1,6 @@
 """Render the mocks' known deviations, written in their module docstrings, as one markdown table.
 
-Every module of ``mockserver.tensorlake`` and ``mockserver.opensandbox`` may carry a paragraph that starts
+Every module of ``mockserver.tensorlake`` and ``mockserver.opensandbox`` (subpackages included) may carry a paragraph that starts
 with ``Known deviations``; ``python -m harness.reporting.deviations_doc`` prints the table, ``--write PATH`` saves it (the
 repository keeps it as ``docs/deviations.md``, and a test checks that file is current).
 """
@@ -23,7 +23,7 @@ def deviation_paragraphs(package: str) -> list[tuple[str, str]]:
     """Return ``(module, text)`` for every module of ``package`` whose docstring names known deviations."""
     found = []
     root = importlib.import_module(package)
-    names = [package] + [f"{package}.{m.name}" for m in pkgutil.iter_modules(root.__path__)]
+    names = [package] + [m.name for m in pkgutil.walk_packages(root.__path__, prefix=f"{package}.")]
     for name in sorted(names):
         doc = importlib.import_module(name).__doc__ or ""
         match = _START.search(doc)

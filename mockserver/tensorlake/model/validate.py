@@ -7,7 +7,7 @@ the route can record them (an early warning when an SDK upgrade sends something 
 Numbers have upper bounds (:data:`LIMITS`): an absurd value such as ``timeout_secs: 1e30`` answers 400
 ``invalid_value`` naming the bound, and the served OpenAPI document states the same bounds.
 
-Known deviations from the real service: the upper bounds of :data:`LIMITS` (timeouts, resources, GPU counts,
+Known deviations from the real service: the upper bounds of ``LIMITS`` (timeouts, resources, GPU counts,
 ``wait_ms``, copies, log paging) are the mock's own choice; the real service's limits are not published.
 """
 

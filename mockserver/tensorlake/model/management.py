@@ -33,13 +33,16 @@ __all__ = [
     "OUTPUT_STREAMS",
     "RUN_KEYS",
     "START_KEYS",
+    "close_stdin",
     "command_spec",
     "delete_file",
     "file_path",
     "fs_error",
     "list_directory",
     "output_body",
+    "processes_body",
     "read_file",
+    "signal_body",
     "signal_number",
     "start_spec",
     "stdin_target",
@@ -135,6 +138,21 @@ def stream_name(raw: str) -> str:
     if raw not in OUTPUT_STREAMS:
         raise ApiError(404, "not_found", f"unknown process resource {raw!r}")
     return raw
+
+
+def processes_body(daemon: Daemon) -> dict[str, Any]:
+    """Return the process list: ``{"processes": [ProcessInfo, ...]}``, oldest first."""
+    return {"processes": [p.info() for p in daemon.processes.values()]}
+
+
+def signal_body(was_running: bool) -> dict[str, bool]:
+    """Return the answer to a signal: ``{"success": true}`` when it reached a running process."""
+    return {"success": was_running}
+
+
+def close_stdin(proc: ProcessRecord) -> None:
+    """Close a process's stdin (later writes answer 409)."""
+    proc.stdin_writable = False
 
 
 def output_body(proc: ProcessRecord, stream: str) -> dict[str, Any]:

@@ -109,7 +109,7 @@ class ManagementApi:
         """List processes (GET) or start one in the background (POST, 201)."""
         daemon = self.daemon(request)
         if request.method == "GET":
-            return JSONResponse({"processes": [p.info() for p in daemon.processes.values()]})
+            return JSONResponse(rules.processes_body(daemon))
         spec = rules.start_spec(daemon, await read_json(request), notes(request.scope).unknown_fields)
         return JSONResponse(self.runtime.spawn(self.sandbox(request), daemon, spec).info(), status_code=201)
 
@@ -132,7 +132,7 @@ class ManagementApi:
         number = rules.signal_number(await read_json(request))
         running = proc.running
         self.runtime.kill(daemon, proc, number)
-        return JSONResponse({"success": running})
+        return JSONResponse(rules.signal_body(running))
 
     async def stdin(self, request: Request) -> Response:
         """Accept bytes for a process's stdin (not fed to the emulator)."""
@@ -144,7 +144,7 @@ class ManagementApi:
     async def stdin_close(self, request: Request) -> Response:
         """Close a process's stdin."""
         _, proc = self.find(request)
-        proc.stdin_writable = False
+        rules.close_stdin(proc)
         return Response(status_code=204)
 
     async def output(self, request: Request) -> Response:

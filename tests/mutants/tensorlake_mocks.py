@@ -20,9 +20,11 @@ from starlette.routing import BaseRoute
 
 from contracts.tensorlake import Decision, NetworkConfig, PolicyError, decide_egress
 from harness.reporting.mutation import register_mutants
+from mockserver.core.errors import ApiError
 from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
 from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, LifecycleApi, ProxyRequest, TensorLakeModel
-from mockserver.tensorlake.model.records import Sandbox
+from mockserver.tensorlake.model.auth import bearer_key
+from mockserver.tensorlake.model.records import Sandbox, owner_id
 from mockserver.tensorlake.model.validate import CreateRequest, PatchRequest, conflict
 from mockserver.tensorlake.routes.lifecycle import LifecycleContext, LifecycleRoutes
 
@@ -276,6 +278,22 @@ class SessionCookieForwarded(MutantMock):
     ingress_class = _CookieLeakIngress
 
 
+class _ForeignKeyInvalidIngress(IngressRules):
+    def authorise(self, request: ProxyRequest, sandbox: Sandbox, keys: KeyRing) -> None:
+        key = bearer_key(request.authorization)
+        if key is not None and owner_id(key) != sandbox.owner:
+            raise ApiError(401, "INVALID_API_KEY", "the API key is not valid")
+        super().authorise(request, sandbox, keys)
+
+
+class ForeignKeyCalledInvalid(MutantMock):
+    """Another project's valid key is refused as an invalid key (401) instead of a forbidden one (403)."""
+
+    defect = "a foreign project's key answers 401 instead of 403"
+    caught_by = "ports-ingress"
+    ingress_class = _ForeignKeyInvalidIngress
+
+
 class _KeyLeakIngress(IngressRules):
     def forwarded(self, headers: Iterable[tuple[bytes, bytes]], admission: Admission) -> Headers:
         return super().forwarded(headers, dataclasses.replace(admission, strip_authorization=False))
@@ -347,6 +365,7 @@ MUTANTS: tuple[type[MutantMock], ...] = (
     ManagementPortPublic,
     SessionCookieForwarded,
     ProjectKeyForwarded,
+    ForeignKeyCalledInvalid,
     DenyDoesNotWin,
     WildcardMatchesApex,
 )
@@ -364,6 +383,7 @@ __all__ = [
     "SUITE",
     "DenyDoesNotWin",
     "ExposesManagementPort",
+    "ForeignKeyCalledInvalid",
     "HalfAppliedPatch",
     "ManagementPortPublic",
     "MutantMock",

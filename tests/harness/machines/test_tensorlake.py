@@ -21,6 +21,7 @@ from harness.machines.tensorlake.machine import (
     run_machine,
 )
 from harness.reporting.mutation import load_mutants, mutation_score
+from mockserver.admin.client import AdminClient
 from mockserver.asgi.server import MockServer
 from mockserver.core import DnsTable
 from mockserver.tensorlake import TensorLakeMock
@@ -101,6 +102,31 @@ def test_without_the_admin_api_the_machine_passes_against_the_mock_and_cleans_up
             )
             run_machine(machine, settings=machine_settings(max_examples=8, shrink=False, database=False), seed=3)
     assert mock.model.sandboxes == {}
+
+
+@pytest.mark.parametrize("admin", [True, False])
+def test_a_pinned_key_set_is_what_the_oracle_expects(admin: bool) -> None:
+    """Against a mock that accepts only the machine's key, another key answers 401, and the machine agrees.
+
+    With the admin API the oracle reads the key set; without it, 401 or 403 is accepted where the model says the
+    answer depends on whether the key is valid.
+    """
+    mock = TensorLakeMock(api_keys=["k"])
+    with MockServer(mock.app) as server:
+        client = AdminClient(server.url) if admin else None
+        machine = make_machine(
+            http_clients(server.url, api_key="k"),
+            admin=client,
+            operations=["ports-ingress"],
+            resolve=DnsTable().resolve,
+        )
+        try:
+            run_machine(machine, settings=machine_settings(max_examples=12, shrink=False, database=False), seed=4)
+        finally:
+            if client is not None:
+                client.close()
+    if not admin:  # with the admin API the teardown resets the journal; the run itself is the check
+        assert any(e.status == 401 and e.path == "/sandproof/echo" for e in mock.journal.entries())
 
 
 def test_mutation_score_counts_what_the_runner_killed() -> None:

@@ -105,7 +105,8 @@ class EmulatorRuntime:
         reason: str | None = None,
     ) -> None:
         if daemon.finish(proc, self.clock.now(), exit_code=exit_code, signal=signal, reason=reason):
-            self._notify(daemon, proc)
+            self._notify(daemon, proc)  # wakes the followers waiting on this event; later ones see the end
+            self._changed.pop((daemon.sandbox_id, proc.pid), None)
 
     def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
         """End a running process with ``signal`` and stop its task."""
@@ -120,10 +121,8 @@ class EmulatorRuntime:
         self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield the process's output events as they come (and the exit event when asked)."""
-        changed = self._event(daemon, proc)
         sent = 0
         while True:
-            changed.clear()
             while sent < len(proc.events):
                 event = proc.events[sent]
                 sent += 1
@@ -133,16 +132,15 @@ class EmulatorRuntime:
                 if with_exit:
                     yield proc.exit_event()
                 return
+            changed = self._event(daemon, proc)
+            changed.clear()  # nothing runs between the last look at the events and the wait
             await changed.wait()
 
     def close(self, sandbox_id: str) -> None:
         """Cancel every task of a sandbox that is gone; safe from any thread."""
         loop = self._loop
-        for key in [k for k in self._tasks if k[0] == sandbox_id]:
-            task = self._tasks.get(key)
-            if task is None or task.done():
+        for key, task in list(self._tasks.items()):
+            if key[0] != sandbox_id or task.done():
                 continue
             if loop is not None and loop.is_running():
                 loop.call_soon_threadsafe(task.cancel)
-        for key in [k for k in self._changed if k[0] == sandbox_id]:
-            self._changed.pop(key, None)

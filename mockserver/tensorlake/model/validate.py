@@ -1,15 +1,21 @@
-"""Parse and validate TensorLake request bodies completely before anything is changed.
+"""Parse and validate TensorLake request bodies and query parameters completely before anything is changed.
 
 Every check raises :class:`ApiError` with a 4xx status and a stable ``code``; the parsed result is
 a plain typed object the model applies in one step. Keys the mock does not know are returned so
 the route can record them (an early warning when an SDK upgrade sends something new).
+
+Numbers have upper bounds (:data:`LIMITS`): an absurd value such as ``timeout_secs: 1e30`` answers 400
+``invalid_value`` naming the bound, and the served OpenAPI document states the same bounds.
+
+Known deviations from the real service: the upper bounds of ``LIMITS`` (timeouts, resources, GPU counts,
+``wait_ms``, copies, log paging) are the mock's own choice; the real service's limits are not published.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +29,21 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 ID_LIKE = re.compile(r"^[a-z0-9]{21}$")
 GPU_MODELS = frozenset({"A10", "H100", "T4", "A6000", "A100-40GB", "A100-80GB", "RTX-PRO-6000", "L40"})
 SNAPSHOT_TYPES = frozenset({"memory", "filesystem"})
+
+#: Upper bounds of the numbers a request may carry (the OpenAPI document states the same ``maximum``).
+LIMITS: dict[str, int] = {
+    "timeout_secs": 30 * 86_400,
+    "max_pending_secs": 86_400,
+    "cpus": 256,
+    "memory_mb": 1_048_576,
+    "disk_mb": 16_777_216,
+    "gpu_count": 16,
+    "wait_ms": 600_000,
+    "times": 32,
+    "head": 1_000_000,
+    "tail": 1_000_000,
+    "limit": 1_000,
+}
 
 CREATE_KEYS = frozenset(
     {
@@ -76,11 +97,44 @@ def _bool(body: dict[str, Any], key: str) -> bool | None:
     return value
 
 
-def _int(value: Any, key: str, *, minimum: int = 0) -> int:
+def not_found(what: str, ident: str) -> ApiError:
+    """Return a 404 for an unknown sandbox or snapshot."""
+    return ApiError(404, f"{what}_not_found", f"{what} {ident!r} not found")
+
+
+def conflict(code: str, message: str) -> ApiError:
+    """Return a 409."""
+    return ApiError(409, code, message)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _int(value: Any, key: str, *, minimum: int = 0, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise bad("invalid_type", f"{key} must be an integer, got {type(value).__name__}")
     if value < minimum:
-        raise bad("invalid_value", f"{key} must be at least {minimum}, got {value}")
+        raise bad("invalid_value", f"{key} must be at least {minimum}, got {_short(value)}")
+    if value > maximum:
+        raise bad("invalid_value", f"{key} must be at most {maximum}, got {_short(value)}")
+    return value
+
+
+def int_query(query: Mapping[str, Sequence[str]], key: str, *, minimum: int = 0) -> int | None:
+    """Return the integer query parameter ``key`` (the last value), None when absent; 400 when out of range."""
+    values = query.get(key)
+    if not values:
+        return None
+    raw = values[-1]
+    maximum = LIMITS[key]
+    significant = raw.lstrip("0") or "0"
+    if not (raw.isascii() and raw.isdigit()) or len(significant) > len(str(maximum)):
+        raise bad("invalid_query", f"query parameter {key} must be an integer from {minimum} to {maximum}")
+    value = int(significant)
+    if not minimum <= value <= maximum:
+        raise bad("invalid_query", f"query parameter {key} must be an integer from {minimum} to {maximum}")
     return value
 
 
@@ -127,11 +181,13 @@ def check_ports(value: Any) -> tuple[int, ...]:
     return tuple(sorted(ports))
 
 
-def _number(value: Any, key: str) -> float:
+def _number(value: Any, key: str, *, maximum: int) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise bad("invalid_type", f"{key} must be a number")
     if value <= 0:
         raise bad("invalid_value", f"{key} must be positive")
+    if value > maximum:
+        raise bad("invalid_value", f"{key} must be at most {maximum}, got {_short(value)}")
     return float(value)
 
 
@@ -142,7 +198,7 @@ def _gpus(value: Any) -> list[dict[str, Any]]:
     for item in value:
         if not isinstance(item, dict):
             raise bad("invalid_type", "each GPU request must be an object")
-        count = _int(item.get("count"), "resources.gpus[].count", minimum=1)
+        count = _int(item.get("count"), "resources.gpus[].count", minimum=1, maximum=LIMITS["gpu_count"])
         model = item.get("model", "A10")
         if not isinstance(model, str) or model not in GPU_MODELS:
             raise bad("invalid_gpu_model", f"unknown GPU model {model!r}")
@@ -158,11 +214,15 @@ def parse_resources(value: Any, unknown: list[str], *, base: Resources | None) -
     start = base or Resources(1.0, 1024, DEFAULT_DISK_MB)
     disk = value.get("disk_mb", value.get("ephemeral_disk_mb"))
     return Resources(
-        cpus=start.cpus if value.get("cpus") is None else _number(value["cpus"], "resources.cpus"),
+        cpus=start.cpus
+        if value.get("cpus") is None
+        else _number(value["cpus"], "resources.cpus", maximum=LIMITS["cpus"]),
         memory_mb=start.memory_mb
         if value.get("memory_mb") is None
-        else _int(value["memory_mb"], "resources.memory_mb", minimum=1),
-        disk_mb=start.disk_mb if disk is None else _int(disk, "resources.disk_mb", minimum=1),
+        else _int(value["memory_mb"], "resources.memory_mb", minimum=1, maximum=LIMITS["memory_mb"]),
+        disk_mb=start.disk_mb
+        if disk is None
+        else _int(disk, "resources.disk_mb", minimum=1, maximum=LIMITS["disk_mb"]),
         gpus=start.gpus if value.get("gpus") is None else _gpus(value["gpus"]),
     )
 
@@ -239,7 +299,7 @@ def parse_create(body: Any, resolve: Resolver) -> CreateRequest:
         parse_resources(body["resources"], req.unknown, base=None)
         req.resources = dict(body["resources"])
     if body.get("timeout_secs") is not None:
-        req.timeout_secs = _int(body["timeout_secs"], "timeout_secs")
+        req.timeout_secs = _int(body["timeout_secs"], "timeout_secs", maximum=LIMITS["timeout_secs"])
     if body.get("entrypoint") is not None:
         req.entrypoint = _str_list(body["entrypoint"], "entrypoint")
     if "network" in body:
@@ -263,7 +323,9 @@ def parse_create(body: Any, resolve: Resolver) -> CreateRequest:
         if len(set(paths)) != len(paths):
             raise bad("mount_path_in_use", "file system mount paths must be unique", 409)
     if body.get("max_pending_secs") is not None:
-        req.max_pending_secs = _int(body["max_pending_secs"], "max_pending_secs", minimum=1)
+        req.max_pending_secs = _int(
+            body["max_pending_secs"], "max_pending_secs", minimum=1, maximum=LIMITS["max_pending_secs"]
+        )
     if body.get("secret_names") is not None:
         req.secret_names = _str_list(body["secret_names"], "secret_names")
     if body.get("template_id") is not None:
@@ -281,12 +343,12 @@ def _resize(resources: Any) -> dict[str, Any]:
         raise bad("empty_update", "resources must name at least one of cpus, memory_mb, disk_mb")
     clean: dict[str, Any] = {}
     if "cpus" in resources:
-        clean["cpus"] = _number(resources["cpus"], "resources.cpus")
+        clean["cpus"] = _number(resources["cpus"], "resources.cpus", maximum=LIMITS["cpus"])
         if not clean["cpus"].is_integer():
             raise bad("invalid_value", "resources.cpus must be a whole number of vCPUs")
     for key in ("memory_mb", "disk_mb"):
         if key in resources:
-            clean[key] = _int(resources[key], f"resources.{key}", minimum=1)
+            clean[key] = _int(resources[key], f"resources.{key}", minimum=1, maximum=LIMITS[key])
     return clean
 
 
@@ -331,3 +393,13 @@ def parse_patch(body: Any, current: NetworkConfig | None, resolve: Resolver) -> 
         if len(body) > 1:
             raise bad("invalid_update", "a resource resize cannot be combined with other update fields")
     return req
+
+
+def parse_snapshot_type(body: Any) -> str | None:
+    """Return the ``snapshot_type`` of a snapshot body (None: the default); 400 for anything else."""
+    if not isinstance(body, dict):
+        raise bad("invalid_type", "request body must be a JSON object")
+    snapshot_type = body.get("snapshot_type")
+    if snapshot_type is not None and (not isinstance(snapshot_type, str) or snapshot_type not in SNAPSHOT_TYPES):
+        raise bad("invalid_snapshot_type", "snapshot_type must be 'memory' or 'filesystem'")
+    return snapshot_type

@@ -1,6 +1,6 @@
 """State records of the TensorLake mock (sandboxes, snapshots, sessions) and their JSON forms.
 
-Records hold plain data only; the rules that change them live in :mod:`.models`. Times are
+Records hold plain data only; the rules that change them live in :mod:`.state`. Times are
 virtual epoch seconds; the wire shows them as epoch milliseconds.
 """
 
@@ -144,7 +144,6 @@ class Sandbox:
     running_since: float | None = None
     resize: Resize | None = None
     archived_at: float | None = None
-    runtime: Any = field(default=None, repr=False, compare=False)
 
     @property
     def fs(self) -> FileSystem:
@@ -193,7 +192,7 @@ class Sandbox:
         return data
 
     def dump(self) -> dict[str, Any]:
-        """Return the record as JSON state (the filesystem included, runtime objects left out)."""
+        """Return the record as JSON state (the filesystem included)."""
         return {
             "id": self.id,
             "owner": self.owner,

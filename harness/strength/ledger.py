@@ -13,7 +13,7 @@ only in strict mode); a differing choice returns normally after it has been reco
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -172,8 +172,14 @@ def breach(
     """Report that the target differs from ``contract``: record it, then raise unless it is a differing choice.
 
     ``error`` builds the exception to raise from the message (default :class:`ContractBreach`), so an API
-    machine keeps raising its own ``ContractViolation``. A differing choice returns normally outside strict mode.
+    machine keeps raising its own ``ContractViolation``; the contract is set on it as ``contract``. A differing
+    choice returns normally outside strict mode.
     """
     if record(contract, False, counterexample, message) == "differs":
         return
-    raise error(message) if error is not None else ContractBreach(contract, message, counterexample)
+    if error is None:
+        raise ContractBreach(contract, message, counterexample)
+    exc = error(message)
+    with suppress(AttributeError):
+        exc.contract = contract  # type: ignore[attr-defined]  # lets a mutation judge read the strength
+    raise exc

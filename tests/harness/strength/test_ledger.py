@@ -72,8 +72,9 @@ def test_breach_raises_for_spec_and_records_a_choice_without_raising() -> None:
         breach(CHOICE, "stored differently", "{'a': 1}")
         with pytest.raises(ContractBreach, match=r"\[s:spec-one · spec\] blocked"):
             breach(SPEC, "blocked")
-        with pytest.raises(KeyError):
+        with pytest.raises(KeyError) as raised:
             breach(SPEC, "blocked", error=KeyError)
+        assert raised.value.contract is SPEC  # type: ignore[attr-defined]
     assert [o.status for o in book.outcomes] == ["differs", "failed"]
     with ledger(strict=True), pytest.raises(ContractBreach):
         breach(CHOICE, "stored differently")

@@ -1,7 +1,10 @@
 """sandproof's own mutant catalogue, judged by the contracts: ``python -m tests.mutants [--report DIR]``.
 
-Four families: wrong TensorLake and OpenSandbox policy engines (judged by the policy checks) and wrong mocks
-of both providers (judged by the API state machines). Exits 1 when any mutant survives.
+Five families: wrong TensorLake and OpenSandbox policy engines (judged by the policy checks), wrong
+``restrict_sandbox_network`` functions (judged by the NeMo Gym checks with both reference engines) and wrong
+mocks of both providers (judged by the API state machines). Each family names the suite of the contracts that
+judge it, so ``docs/contracts.md`` can list, per contract, the mutants aimed at it. The score is printed per
+strength; the run exits 1 when a mutant survives the default run without being a declared choice mutant.
 """
 
 from __future__ import annotations
@@ -9,14 +12,27 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from harness.reporting.mutation import Family, kills_opensandbox_engine, kills_tensorlake_engine, load_mutants, main
+from harness.reporting.mutation import (
+    Family,
+    kills_opensandbox_engine,
+    kills_restrict_function,
+    kills_tensorlake_engine,
+    load_mutants,
+    main,
+)
 
 
 def families() -> list[Family]:
-    """Return the catalogue's four families."""
+    """Return the catalogue's five families."""
     from harness.machines.opensandbox.run import kills_mutant as kills_opensandbox_mock
     from harness.machines.tensorlake.run import kills_mutant as kills_tensorlake_mock
-    from tests.mutants import opensandbox_engines, opensandbox_mocks, tensorlake_engines, tensorlake_mocks
+    from tests.mutants import (
+        nemo_gym_functions,
+        opensandbox_engines,
+        opensandbox_mocks,
+        tensorlake_engines,
+        tensorlake_mocks,
+    )
 
     del opensandbox_mocks, tensorlake_mocks  # imported for their registrations
     return [
@@ -24,14 +40,22 @@ def families() -> list[Family]:
             "tensorlake policy engines",
             {type(m).__name__: m for m in tensorlake_engines.MUTANTS},
             kills_tensorlake_engine,
+            "tensorlake-policy",
         ),
         Family(
             "opensandbox policy engines",
             {type(m).__name__: m for m in opensandbox_engines.MUTANTS},
             kills_opensandbox_engine,
+            "opensandbox-policy",
         ),
-        Family("tensorlake-api mocks", load_mutants("tensorlake-api"), kills_tensorlake_mock),
-        Family("opensandbox-api mocks", load_mutants("opensandbox-api"), kills_opensandbox_mock),
+        Family(
+            "nemo-gym restrict_sandbox_network",
+            {type(m).__name__: m for m in nemo_gym_functions.MUTANTS},
+            kills_restrict_function,
+            "nemo-gym-network",
+        ),
+        Family("tensorlake-api mocks", load_mutants("tensorlake-api"), kills_tensorlake_mock, "tensorlake-api"),
+        Family("opensandbox-api mocks", load_mutants("opensandbox-api"), kills_opensandbox_mock, "opensandbox-api"),
     ]
 
 

@@ -62,14 +62,14 @@ DOCUMENTS: dict[str, Document] = {
             "os-egress",
             "OpenSandbox Egress API (OpenAPI)",
             "harness/specs/opensandbox/egress.yaml",
-            "the OpenSandbox repository, specs/egress-api.yaml",
+            "the OpenSandbox egress sidecar's OpenAPI document",
             False,
         ),
         Document(
             "os-lifecycle",
             "OpenSandbox Lifecycle API 1.1.1 (OpenAPI)",
             "harness/specs/opensandbox/lifecycle-1.1.1.yaml",
-            "opensandbox-server 1.1.1, /openapi.json",
+            "the OpenSandbox lifecycle OpenAPI document, version 1.1.1",
             False,
         ),
     )

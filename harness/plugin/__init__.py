@@ -6,7 +6,11 @@ are only imported and started when a fixture or contract test needs them.
 
 Options: ``--sandproof-target=T`` (default ``mock``), ``--sandproof-container``, ``--sandproof-report=DIR``,
 ``--sandproof-provider=P`` (repeatable; run only those providers' contracts), ``--sandproof-concurrency=N``
-(clients of the concurrency contract, default 4; 0 skips it).
+(clients of the concurrency contract, default 4; 0 skips it), ``--sandproof-strict`` (a check that differs
+from sandproof's own choice fails the run too; by default only ``spec`` and ``observed`` checks do, see
+:mod:`harness.strength`).
+Every contract test runs inside a :func:`harness.strength.ledger`; the tagged check outcomes it records go
+into the report and, as the ``sandproof_checks`` property, into ``junit.xml``.
 Markers: ``contract(provider, operation, requires=("api",))`` and ``sdk(provider, operation=None)``.
 Fixtures: ``sandproof_target``, ``tensorlake_mock``, ``opensandbox_mock``, ``opensandbox_asgi``.
 The per-run state lives in :mod:`harness.plugin.state`, the Hypothesis profiles in
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import shutil
 import sys
 import time
@@ -41,6 +46,7 @@ from harness.plugin.state import (
     sandproof_state,
 )
 from harness.reporting.report import ContractReport
+from harness.strength import CheckOutcome, ledger
 from harness.targets import PROVIDERS, RunningMock, Target, TargetError, parse_target
 
 if TYPE_CHECKING:
@@ -97,6 +103,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write DIR/junit.xml, DIR/fidelity.md and DIR/results.json",
     )
     group.addoption(
+        "--sandproof-strict",
+        action="store_true",
+        default=False,
+        help="fail on checks that differ from sandproof's own choices too (default: only spec and observed fail)",
+    )
+    group.addoption(
         "--sandproof-provider",
         action="append",
         choices=PROVIDERS,
@@ -133,10 +145,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--sandproof-target: {exc}") from exc
     load_env_profile(config)
     wanted = config.getoption("sandproof_provider")
+    strict = bool(config.getoption("sandproof_strict"))
     state = SandproofState(
         target=target,
-        report=ContractReport(target.spec),
+        report=ContractReport(target.spec, strict=strict),
         container=container,
+        strict=strict,
         providers=frozenset(wanted) if wanted else None,
         previous_profile=previous_profile,
     )
@@ -230,11 +244,37 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(str(exc), pytrace=False)
 
 
+CHECKS_KEY = pytest.StashKey[list[CheckOutcome]]()
+
+
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """Count the Hypothesis examples a contract test runs (chained into Hypothesis's statistics hook)."""
+    """Open the test's strength ledger and count the Hypothesis examples a contract test runs."""
     state = item.config.stash.get(STATE_KEY, None)
-    counter = _example_counter(state, item) if state is not None else None
+    if state is None or not _is_contract(item):
+        return (yield)
+    with ledger(strict=state.strict) as book:
+        try:
+            return (yield from _counting(state, item))
+        finally:
+            item.stash[CHECKS_KEY] = book.outcomes
+            if book.outcomes:
+                item.user_properties.append(
+                    ("sandproof_checks", json.dumps([o.to_json() for o in book.outcomes], ensure_ascii=False))
+                )
+
+
+def _is_contract(item: pytest.Item) -> bool:
+    """Tell whether the item carries a well-formed contract or sdk marker."""
+    try:
+        return contract_info(item) is not None
+    except ValueError:
+        return False
+
+
+def _counting(state: SandproofState, item: pytest.Item) -> Generator[None, object, object]:
+    """Run the test, chaining an example counter into Hypothesis's statistics hook when Hypothesis is loaded."""
+    counter = _example_counter(state, item)
     if counter is None:
         return (yield)
     from hypothesis import statistics
@@ -287,6 +327,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         outcome, reason = outcome_of(report)
         if outcome is not None:
             state.report.record(item.nodeid, info.provider, info.operation, outcome, reason, report.duration)
+        if report.when == "call":
+            state.report.add_checks(item.nodeid, [o.to_json() for o in item.stash.get(CHECKS_KEY, [])])
     return report
 
 

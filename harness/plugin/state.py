@@ -79,6 +79,7 @@ class SandproofState:
     target: Target
     report: ContractReport
     container: bool = False
+    strict: bool = False
     report_dir: Path | None = None
     providers: frozenset[str] | None = None
     junit_source: Path | None = None

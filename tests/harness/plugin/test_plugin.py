@@ -271,6 +271,50 @@ def test_report_files_and_example_counts(pytester: pytest.Pytester, tmp_path: Pa
     assert data["examples_per_second"] > 0 and data["exit_status"] == 1
 
 
+TAGGED = """
+import pytest
+from harness.strength import Contract, breach, choice, record, spec
+
+SPEC = Contract("demo", "kept", spec("tl.dns.row-4"))
+CHOICE = Contract("demo", "stored", choice("the docs are silent on the stored form"))
+
+@pytest.mark.contract("tensorlake", "network-policy", requires="engine")
+def test_tagged():
+    record(SPEC, True)
+    breach(CHOICE, "stored as given", "{'deny_out': ['a.com', 'a.com']}")
+"""
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+def test_tagged_checks_reach_the_summary_the_report_and_junit(
+    pytester: pytest.Pytester, tmp_path: Path, strict: bool
+) -> None:
+    pytester.makepyfile(TAGGED)
+    report_dir = tmp_path / "out"
+    args = ["-p", "no:cacheprovider", f"--sandproof-report={report_dir}", *(["--sandproof-strict"] if strict else [])]
+    result = pytester.runpytest_inprocess(*args)
+    result.assert_outcomes(**({"failed": 1} if strict else {"passed": 1}))
+    if strict:
+        result.stdout.fnmatch_lines(["*checks by strength: spec 1 passed · observed 0 · choice 1 failed (strict*"])
+    else:
+        result.stdout.fnmatch_lines(
+            [
+                "*checks by strength: spec 1 passed · observed 0 · choice 1 differ",
+                "*differs from sandproof's choice: demo:stored (*test_tagged): stored as given (input: {'deny_out': *})",
+            ]
+        )
+    data = json.loads((report_dir / "results.json").read_text(encoding="utf-8"))
+    [test] = data["tests"]
+    assert [(c["contract"], c["status"]) for c in test["checks"]] == [
+        ("demo:kept", "passed"),
+        ("demo:stored", "failed" if strict else "differs"),
+    ]
+    assert len(data["choice_differences"]) == (0 if strict else 1)
+    [case] = ElementTree.parse(report_dir / "junit.xml").getroot().iter("testcase")
+    [prop] = [p for p in case.iter("property") if p.get("name") == "sandproof_checks"]
+    assert [c["contract"] for c in json.loads(prop.get("value") or "[]")] == ["demo:kept", "demo:stored"]
+
+
 def test_user_junitxml_is_copied_into_the_report_dir(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytester.makepyfile(
         "import pytest\n\n@pytest.mark.contract('tensorlake', 'x', requires='engine')\ndef test_a():\n    pass\n"
@@ -316,8 +360,11 @@ def test_policy_contract_fails_a_wrong_engine_listing_the_checks(
     wrong = pytester.runpytest_inprocess(
         str(contract), "-p", "no:cacheprovider", "--sandproof-target=policy:tests.harness.fakes:allow_everything"
     )
-    wrong.assert_outcomes(failed=1, skipped=1)
-    wrong.stdout.fnmatch_lines(["*opensandbox policy checks failed: *decision_agrees*", "*- decision_agrees: *"])
+    wrong.assert_outcomes(failed=2, skipped=2)
+    wrong.stdout.fnmatch_lines(
+        ["*opensandbox policy checks failed: *decision_agrees*", "*- decision_agrees (spec): *"], consecutive=False
+    )
+    wrong.stdout.fnmatch_lines(["*opensandbox restrict_sandbox_network checks failed: *model_only_limits_egress*"])
     right = pytester.runpytest_inprocess(
         str(contract),
         "-p",
@@ -326,7 +373,7 @@ def test_policy_contract_fails_a_wrong_engine_listing_the_checks(
         "opensandbox",
         "--sandproof-target=policy:contracts.opensandbox_adapter:reference_engine",
     )
-    right.assert_outcomes(passed=1, deselected=1)
+    right.assert_outcomes(passed=2, deselected=2)
 
 
 def test_report_collects_unknown_fields_from_mocks_held_by_fixtures(pytester: pytest.Pytester, tmp_path: Path) -> None:

@@ -128,6 +128,32 @@ class TensorLakeMock(HttpMock):
         """Apply the transitions and timeouts that became due."""
         self.model.settle_all()
 
+    def sandbox_summaries(self) -> list[dict[str, Any]]:
+        """Return every tenant's live sandboxes for the dashboard: status, image, policy, exposed ports."""
+        self.model.settle_all()
+        with self.model.lock:
+            return [
+                {
+                    "id": sb.id,
+                    "state": sb.status,
+                    "image": sb.image,
+                    "policy": None if sb.network is None else sb.network.to_json(),
+                    "ports": list(sb.exposed_ports),
+                    "metadata": {} if sb.name is None else {"name": sb.name},
+                    "created_at": sb.created_at,
+                    "expires_at": None,
+                    "details": {
+                        "namespace": sb.namespace,
+                        "resources": sb.resources.to_json(),
+                        "timeout_secs": sb.timeout_secs,
+                        "allow_unauthenticated_access": sb.allow_unauthenticated_access,
+                        "pending_reason": sb.pending_reason,
+                        "termination_reason": sb.termination_reason,
+                    },
+                }
+                for sb in self.model.sandboxes.values()
+            ]
+
     def build_app(self) -> ASGIApp:
         """Put the sandbox proxy in front of the admin and lifecycle routes, all inside faults and journal."""
         api = Starlette(routes=[*self.routes(), *self.admin_routes()], exception_handlers=self.exception_handlers())

@@ -194,7 +194,10 @@ class FaultMiddleware:
         if rule is None:
             await self.app(scope, receive, send)
             return
-        notes(scope).fault = rule.name
+        request_notes = notes(scope)
+        request_notes.fault = rule.name
+        if rule.sandbox_id and request_notes.sandbox_id is None:
+            request_notes.sandbox_id = rule.sandbox_id  # the journal files a faulted request under its sandbox
         if rule.delay and rule.delay_phase == "before":
             await asyncio.sleep(rule.delay)
         if rule.action == "respond":

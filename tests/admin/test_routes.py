@@ -268,3 +268,13 @@ def test_admin_client_filters_and_removes_faults(client: httpx.Client, admin: Ad
     assert admin.faults() == []
     with pytest.raises(AdminError):
         admin.remove_fault(rule["id"])
+
+
+def test_a_request_faulted_by_a_sandbox_rule_is_filed_under_that_sandbox(client: httpx.Client, mock: DemoMock) -> None:
+    item = client.post("/items", json={"value": 1}).json()["id"]
+    mock.faults.add(path="/items/*", sandbox_id=item, status=500)
+    mock.faults.add(path="/stream", status=500)
+    client.get(f"/items/{item}")
+    client.get("/stream")
+    assert [e.fault for e in mock.journal.entries(sandbox_id=item)] == [None, "respond:500"]
+    assert mock.journal.entries(path="/stream")[0].sandbox_id is None

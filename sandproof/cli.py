@@ -1,7 +1,8 @@
-"""The ``sandproof`` command: ``serve`` the mocks, print their ``env``, ``check`` a target.
+"""The ``sandproof`` command: ``serve`` the mocks, print their ``env``, ``check`` a target, ``record`` and ``replay``.
 
-This is the top layer: ``serve`` and ``env`` go to :mod:`mockserver.serve`, ``check`` to :mod:`harness.cli`
-(imported only when asked for, so serving never loads the test stack).
+This is the top layer: ``serve`` and ``env`` go to :mod:`mockserver.serve`, ``check`` to :mod:`harness.cli`,
+``record`` and ``replay`` to :mod:`harness.recording.cli` (each imported only when asked for, so serving never
+loads the test stack).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def parser() -> argparse.ArgumentParser:
         else:
             cmd.add_argument("--api-key", default=None, help="the key the SDKs send (default sandproof-key)")
     sub.add_parser("check", help="run the contract suite against a target (sandproof check --help)", add_help=False)
+    sub.add_parser("record", help="record a server's traffic into a cassette (sandproof record --help)", add_help=False)
+    sub.add_parser("replay", help="replay cassettes against a target (sandproof replay --help)", add_help=False)
     return top
 
 
@@ -64,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from harness.cli import main as check_main
 
         return check_main(args_list[1:])
+    if args_list and args_list[0] in ("record", "replay"):
+        from harness.recording import cli as recording_cli
+
+        command = recording_cli.record_main if args_list[0] == "record" else recording_cli.replay_main
+        return command(args_list[1:])
     args = parser().parse_args(args_list)
     if args.command == "serve":
         from mockserver.serve import ServeError, ServeOptions, serve

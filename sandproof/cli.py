@@ -8,10 +8,19 @@ loads the test stack).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "parser"]
+__all__ = ["HARNESS_MODULES", "main", "missing_harness", "parser"]
+
+#: What ``sandproof check`` needs beyond the base install (the ``harness`` extra).
+HARNESS_MODULES = ("pytest", "hypothesis", "schemathesis")
+
+
+def missing_harness() -> list[str]:
+    """Return the harness extra's modules that are not installed."""
+    return [name for name in HARNESS_MODULES if importlib.util.find_spec(name) is None]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -64,6 +73,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``sandproof`` command; return its exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "check":
+        missing = missing_harness()
+        if missing:
+            print(
+                f"sandproof check needs the harness extra (missing: {', '.join(missing)}): "
+                "pip install 'sandproof[harness]'",
+                file=sys.stderr,
+            )
+            return 2
         from harness.cli import main as check_main
 
         return check_main(args_list[1:])

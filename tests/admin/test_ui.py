@@ -214,3 +214,25 @@ def _wait_until(predicate: Any, timeout: float = 5.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition never became true"
         time.sleep(0.05)
+
+
+def test_the_tensorlake_mock_serves_the_same_page(browser: Chromium) -> None:
+    from mockserver.tensorlake import TensorLakeMock
+
+    mock = TensorLakeMock(seed=2)
+    with mock.server() as srv:
+        browser.navigate(f"{srv.url}/_mock/ui")
+        browser.wait_for("document.body.dataset.ready === '1'")
+        assert browser.text("#provider") == "tensorlake"
+        made = httpx.post(
+            f"{srv.url}/sandboxes",
+            json={"name": "web", "exposed_ports": [3000], "network": {"allow_internet_access": False}},
+            headers={"Authorization": "Bearer tl-key"},
+        )
+        sid = made.json()["sandbox_id"]
+        row = f'#sandboxes tr[data-id="{sid}"]'
+        browser.wait_for(f"!!document.querySelector('{row}')")
+        assert browser.text(f"{row} .state") == "running" and browser.text(f"{row} .metadata") == "name=web"
+        assert browser.text(f"{row} .policy") == "internet off"
+        browser.wait_for("document.querySelector('#journal tbody').innerText.includes('/sandboxes')")
+        assert browser.console == []

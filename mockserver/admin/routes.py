@@ -1,7 +1,8 @@
 """The ``/_mock`` admin service's routes: parse, call :mod:`mockserver.admin.operations`, render.
 
 Every mock serves the same verbs (reset, snapshot/restore, seed, clock, faults, journal, DNS, sandboxes) and
-the dashboard at ``/_mock/ui`` (static files in ``mockserver/admin/ui/``, built only on these verbs); a
+the dashboard at ``/_mock/ui`` (static files in ``mockserver/admin/ui/``, built only on these verbs; behind an
+admin token, open ``/_mock/ui?token=...`` once and the page's calls carry it as the guard's cookie); a
 provider adds its own under ``/_mock/<provider>/...`` through ``extra``.
 """
 
@@ -14,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from mockserver.admin.guard import ADMIN_TOKEN_COOKIE
 from mockserver.asgi.middleware import ADMIN_PREFIX
 from mockserver.asgi.requests import read_json
 from mockserver.core.mock import MockCore
@@ -102,7 +104,11 @@ def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRo
         name = request.path_params.get("asset", "index.html")
         if name not in UI_ASSETS:
             return JSONResponse({"code": "not_found", "message": f"no dashboard file {name}"}, status_code=404)
-        return Response(ui_asset(name), media_type=UI_ASSETS[name], headers={"cache-control": "no-cache"})
+        page = Response(ui_asset(name), media_type=UI_ASSETS[name], headers={"cache-control": "no-cache"})
+        token = request.query_params.get("token")
+        if token:  # only reached when the admin guard accepted it: the page's own calls then carry it
+            page.set_cookie(ADMIN_TOKEN_COOKIE, token, path=ADMIN_PREFIX, httponly=True, samesite="strict")
+        return page
 
     async def dns(request: Request) -> Response:
         if request.method == "GET":

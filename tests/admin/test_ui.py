@@ -236,3 +236,19 @@ def test_the_tensorlake_mock_serves_the_same_page(browser: Chromium) -> None:
         assert browser.text(f"{row} .policy") == "internet off"
         browser.wait_for("document.querySelector('#journal tbody').innerText.includes('/sandboxes')")
         assert browser.console == []
+
+
+def test_behind_an_admin_token_the_page_works_once_opened_with_it(browser: Chromium) -> None:
+    mock = OpenSandboxMock(api_key=KEY)
+    mock.admin_token = "dash-token"
+    with mock.server() as srv:
+        assert httpx.get(f"{srv.url}/_mock/ui").status_code == 401
+        browser.navigate(f"{srv.url}/_mock/ui?token=dash-token")
+        browser.wait_for("document.body.dataset.ready === '1'")
+        with httpx.Client(base_url=srv.url, headers={"OPEN-SANDBOX-API-KEY": KEY}) as http:
+            create = {"image": {"uri": "python:3.11"}, "entrypoint": ["sleep", "9"], "timeout": 60}
+            sid = http.post("/v1/sandboxes", json={**create, "resourceLimits": {"cpu": "1", "memory": "1Gi"}}).json()[
+                "id"
+            ]
+        browser.wait_for(f"!!document.querySelector('#sandboxes tr[data-id=\"{sid}\"]')")
+        assert browser.text("#status") == ""  # no admin call was refused

@@ -1,7 +1,7 @@
 """The installs: the wheel, in fresh venvs, with and without the ``harness`` extra.
 
-``pip install sandproof`` serves both mocks (and the dashboard's files) and ``sandproof check`` then says in
-one line what to install; pytest alone does not break on the plugin; ``sandproof[harness]`` lists the
+``pip install sandproof`` serves both mocks (and the dashboard's files), has ``record`` and ``replay``, and
+``sandproof check`` then says in one line what to install; pytest alone does not break on the plugin; ``sandproof[harness]`` lists the
 contracts. Venvs are made without pip (the outer pip installs into them) and pip's cache is shared, so a
 run after the first downloads nothing.
 """
@@ -115,6 +115,9 @@ def test_the_base_install_says_what_check_needs_and_pytest_alone_still_runs(base
     ]
     env = _run([str(base / "bin" / "sandproof"), "env"], tmp_path)
     assert env.returncode == 0 and "OPEN_SANDBOX_DOMAIN" in env.stdout
+    for command in ("record", "replay"):  # record and replay need nothing beyond the base install
+        usage = _run([str(base / "bin" / "sandproof"), command, "--help"], tmp_path)
+        assert usage.returncode == 0 and f"usage: sandproof {command}" in usage.stdout, usage.stderr
     _pip(base, "pytest")
     check = _run([str(base / "bin" / "sandproof"), "check", "--list"], tmp_path)
     assert check.returncode == 2 and "missing: hypothesis, schemathesis" in check.stderr

@@ -128,27 +128,29 @@ class Replayer:
 
     def replay(self, cassette: Cassette, name: str = "cassette") -> ReplayReport:
         """Replay every exchange of ``cassette`` in order; return the report."""
-        run = _Run(self, cassette)
         with httpx.Client(trust_env=False, timeout=self.timeout, follow_redirects=False) as client:
-            results = tuple(run.exchange(client, i, e) for i, e in enumerate(cassette.exchanges, 1))
+            run = _Run(self, cassette, client)
+            results = tuple(run.exchange(i, e) for i, e in enumerate(cassette.exchanges, 1))
         return ReplayReport(name, self.target, results)
 
 
 class _Run:
     """The state of one cassette's replay: both sides' sessions and the id map."""
 
-    def __init__(self, replayer: Replayer, cassette: Cassette) -> None:
+    def __init__(self, replayer: Replayer, cassette: Cassette, client: httpx.Client) -> None:
         header = cassette.header
         self.replayer = replayer
+        self.client = client
         self.provider = header.provider
         recorded_url = header.listen if header.preserve_host else header.upstream
-        self.recorded = Session(Side("recorded", recorded_url, None), httpx.Client())
-        self.replayed = Session(Side("replayed", replayer.target, replayer.api_key), httpx.Client())
+        # The sessions only normalise here; the requests go through ``client``.
+        self.recorded = Session(Side("recorded", recorded_url, None), client)
+        self.replayed = Session(Side("replayed", replayer.target, replayer.api_key), client)
         self.ids = IdMap()
         self.slots = 0
         self.own_hosts = {urlsplit(header.listen).netloc, urlsplit(header.upstream).netloc}
 
-    def exchange(self, client: httpx.Client, index: int, exchange: Exchange) -> ExchangeResult:
+    def exchange(self, index: int, exchange: Exchange) -> ExchangeResult:
         """Replay one exchange and compare."""
         body_json = _json(exchange.request.body.text) if exchange.request.body.encoding == "utf-8" else None
         operation = classify(self.provider, exchange.method, exchange.path, exchange.query, body_json, self.ids)
@@ -167,7 +169,7 @@ class _Run:
         )
         began = time.monotonic()
         try:
-            response = client.request(
+            response = self.client.request(
                 exchange.method,
                 self.replayer.target + path + (f"?{query}" if query else ""),
                 content=content,

@@ -64,6 +64,11 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+#: Sessions here only normalise values; they never send, so they share one client that is never opened.
+_NO_CLIENT = httpx.Client()
+_NO_CLIENT.close()
+
+
 class _View:
     """One cassette seen through a differential session (so ids and times are placeholders)."""
 
@@ -71,7 +76,7 @@ class _View:
         header = cassette.header
         self.provider = header.provider
         url = header.listen if header.preserve_host else header.upstream
-        self.session = Session(Side(header.provider, url, None), httpx.Client())
+        self.session = Session(Side(header.provider, url, None), _NO_CLIENT)
         self.calls: dict[str, list[dict[str, Any]]] = defaultdict(list)
         slots = 0
         for exchange in cassette:

@@ -23,6 +23,7 @@ from mockserver.service import HttpMock
 
 from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner
 from .faults import FaultCatalogue
+from .model import admin as admin_model
 from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
@@ -151,28 +152,7 @@ class OpenSandboxMock(HttpMock):
 
     def sandbox_summaries(self) -> list[dict[str, Any]]:
         """Return every tenant's live sandboxes for the dashboard: state, image, policy, ports, metadata."""
-        self.state.refresh()
-        with self.state.lock:
-            return [
-                {
-                    "id": sb.id,
-                    "state": sb.state,
-                    "image": (sb.spec.image or {}).get("uri"),
-                    "policy": None if sb.policy is None else sb.policy.to_json(),
-                    "ports": [EXECD_PORT, EGRESS_PORT] if sb.has_sidecar else [EXECD_PORT],
-                    "metadata": dict(sb.spec.metadata),
-                    "created_at": sb.created_at,
-                    "expires_at": sb.expires_at,
-                    "details": {
-                        "tenant": sb.tenant,
-                        "reason": sb.reason,
-                        "message": sb.message,
-                        "pending": None if sb.pending is None else {"to": sb.pending[0], "at": sb.pending[1]},
-                        "running_commands": sum(1 for c in sb.commands.values() if c.running),
-                    },
-                }
-                for sb in self.state.sandboxes.values()
-            ]
+        return admin_model.sandbox_summaries(self.state)
 
     def exception_handlers(self) -> dict[Any, Any]:
         """Render the model's refusals, FastAPI-style 422s, and ``{"detail"}`` for unknown routes."""

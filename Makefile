@@ -8,6 +8,8 @@ NEMO_STAMP := $(VENV)/.nemo-gym-installed
 OSS_VENV := .venv-oss
 OSS_STAMP := $(OSS_VENV)/.installed
 TARGET ?= mock
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HYPOTHESIS_PROFILE ?= ci
 
 .PHONY: serve test lint unit bench bench-smoke contracts contracts-mock install sdk-matrix clean
@@ -34,6 +36,11 @@ $(OSS_STAMP):
 
 install: $(STAMP) $(NEMO_STAMP) $(OSS_STAMP)
 
+# The dashboard test drives Debian's headless Chromium over CDP (never a downloaded browser).
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null
+
 serve: $(STAMP)
 	$(VENV)/bin/sandproof serve
 
@@ -42,8 +49,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-unit: install
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -q --junitxml=reports/junit.xml
+unit: install $(CHROMIUM)
+	SANDPROOF_CHROMIUM=$(CHROMIUM) SANDPROOF_REQUIRE_CHROMIUM=1 HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) \
+		$(PY) -m pytest -q --junitxml=reports/junit.xml
 
 bench-smoke: $(STAMP)
 	$(PY) bench/run_all.py --smoke

@@ -47,6 +47,7 @@ from harness.plugin.state import (
     outcome_of,
     sandproof_state,
 )
+from harness.reporting.progress import PROGRESS, Ticker
 from harness.reporting.report import ContractReport
 from harness.strength import CheckOutcome, ledger
 from harness.targets import PROVIDERS, RunningMock, Target, TargetError, parse_target
@@ -129,6 +130,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="bool",
         default=False,
         help="as --sandproof-sdk-env: export the mocks' SDK environment before test modules are imported",
+    )
+    group.addoption(
+        "--sandproof-progress",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="while a contract test runs longer, print what it is doing every SECONDS (default 15; 0: never)",
     )
     group.addoption(
         "--sandproof-concurrency",
@@ -234,6 +242,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if state is None:
         return
     state.report.started = time.monotonic()
+    interval = float(session.config.getoption("sandproof_progress") or 0)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if interval > 0 and reporter is not None:
+        ticker = Ticker(lambda line: reporter.write_line(line, yellow=True), interval).start()
+        state.on_close(ticker.stop)
     if "hypothesis" in sys.modules:
         from hypothesis import settings
 
@@ -288,10 +301,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     state = item.config.stash.get(STATE_KEY, None)
     if state is None or not _is_contract(item):
         return (yield)
+    PROGRESS.start(_progress_label(item))
     with ledger(strict=state.strict) as book:
         try:
             return (yield from _counting(state, item))
         finally:
+            PROGRESS.stop()
             item.stash[CHECKS_KEY] = book.outcomes
             if book.outcomes:
                 item.user_properties.append(
@@ -305,6 +320,14 @@ def _is_contract(item: pytest.Item) -> bool:
         return contract_info(item) is not None
     except ValueError:
         return False
+
+
+def _progress_label(item: pytest.Item) -> str:
+    try:
+        info = contract_info(item)
+    except ValueError:
+        info = None
+    return f"{info.provider} {info.operation}" if info is not None else item.nodeid
 
 
 def _counting(state: SandproofState, item: pytest.Item) -> Generator[None, object, object]:

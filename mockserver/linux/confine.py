@@ -167,6 +167,8 @@ class Confinement:
         write = bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
         resolved = self.resolve(path, cwd=cwd)
         self.check(resolved, write=write)
+        if resolved.mount.is_file:  # a generated file mounted on its own (read-only)
+            return os.open(resolved.mount.host, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
         with _walk(resolved) as (dirfd, name):
             if name is None:
                 return os.open(".", flags & ~(os.O_CREAT | os.O_TRUNC) | os.O_DIRECTORY, dir_fd=dirfd)
@@ -193,7 +195,7 @@ class Confinement:
                 try:
                     nxt = os.open(part, flags, dir_fd=fd)
                 except OSError as exc:
-                    if exc.errno == errno.ELOOP:
+                    if _swapped(exc, part, fd):
                         raise PathError("symlink_loop", f"{resolved.guest}: path changed while creating") from None
                     raise
                 if created and owner is not None:
@@ -202,6 +204,16 @@ class Confinement:
                 fd = nxt
         finally:
             os.close(fd)
+
+
+def _swapped(exc: OSError, name: str, dirfd: int) -> bool:
+    """Tell whether an open failed because ``name`` is (now) a symbolic link."""
+    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+        return False
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dirfd).st_mode)
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -215,7 +227,7 @@ def _walk(resolved: Resolved) -> Iterator[tuple[int, str | None]]:
             try:
                 nxt = os.open(part, flags, dir_fd=fd)
             except OSError as exc:
-                if exc.errno == errno.ELOOP:  # a symlink appeared after resolution
+                if _swapped(exc, part, fd):
                     raise PathError("symlink_loop", f"{resolved.guest}: path changed while opening") from None
                 raise
             os.close(fd)

@@ -92,7 +92,8 @@ class PortForwarder:
         self.host = host
         self.host_port = host_port
         self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._open: set[asyncio.StreamWriter] = set()
+        self._relays: set[asyncio.Future[None]] = set()
 
     async def start(self) -> PortForwarder:
         """Start listening; ``host_port`` then holds the bound port."""
@@ -101,26 +102,28 @@ class PortForwarder:
         return self
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
         try:
-            try:
-                inner = await open_connection(self.sandbox, self.port)
-            except OSError:
-                writer.close()
-                return
-            await relay((reader, writer), inner)
+            inner = await open_connection(self.sandbox, self.port)
+        except OSError:
+            writer.close()
+            return
+        self._open |= {writer, inner[1]}
+        done = asyncio.ensure_future(relay((reader, writer), inner))
+        self._relays.add(done)
+        try:
+            await done
         finally:
-            if task is not None:
-                self._tasks.discard(task)
+            self._relays.discard(done)
+            self._open -= {writer, inner[1]}
 
     async def close(self) -> None:
-        """Stop listening and drop the open relays."""
+        """Stop listening and cut the open relays."""
         server, self._server = self._server, None
         if server is not None:
             server.close()
-        for task in list(self._tasks):
-            task.cancel()
+        for writer in list(self._open):
+            writer.transport.abort()
+        if self._relays:
+            await asyncio.wait(list(self._relays), timeout=5)
         if server is not None:
             await server.wait_closed()

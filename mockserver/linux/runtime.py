@@ -172,24 +172,26 @@ class LinuxRuntime:
         self._next_index = 0
         self._closed = False
         self._lock_fd = self._take_id()
-        self.stale_removed = self._remove_stale()
-        self._owns_state = state_dir is None
-        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix=f"sandproof-linux-{self.id}-", dir=_scratch()))
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        _make_searchable(self.state_dir)
-        self.cgroups = cg.detect()
         self.userns_fd = -1
         self.world: World | None = None
         self.hub: Hub | None = None
         self.launcher: Launcher | None = None
+        self._owns_state = state_dir is None
+        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix=f"sandproof-linux-{self.id}-", dir=_scratch()))
         self._trash: queue.Queue[Path | None] = queue.Queue()
         self._janitor = threading.Thread(target=self._sweep, name="sandproof-linux-janitor", daemon=True)
-        self._janitor.start()
-        with contextlib.suppress(OSError):
-            for leftover in (self.state_dir / ".trash").iterdir():
-                self._trash.put(leftover)
+        self.cgroups = cg.CgroupSupport()
+        self.stale_removed: list[str] = []
         try:
-            self.userns_fd = _make_userns(uid_base)
+            self.userns_fd = _make_userns(uid_base)  # forks: before any thread of ours starts
+            self._janitor.start()
+            self.stale_removed = self._remove_stale()
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            _make_searchable(self.state_dir)
+            with contextlib.suppress(OSError):
+                for leftover in (self.state_dir / ".trash").iterdir():
+                    self._trash.put(leftover)
+            self.cgroups = cg.detect()
             self.launcher = Launcher(python)
             self.world = World(self.id, self.dns).start()
             self.hub = Hub()
@@ -403,7 +405,8 @@ class LinuxRuntime:
         if self.launcher is not None:
             self.launcher.close()
         self._trash.put(None)
-        self._janitor.join(timeout=30)
+        if self._janitor.is_alive():
+            self._janitor.join(timeout=30)
         if self.userns_fd >= 0:
             os.close(self.userns_fd)
             self.userns_fd = -1

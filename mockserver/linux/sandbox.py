@@ -18,6 +18,7 @@ import itertools
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -119,6 +120,15 @@ def _spawn_error(reply: Mapping[str, Any], argv: Sequence[str], cwd: str) -> Spa
     if stage == "exec" and number == errno.EACCES:
         return SpawnError("permission_denied", f"{argv[0]}: Permission denied", number)
     return SpawnError("exec_failed", f"{argv[0]}: {message or 'cannot start'}", number)
+
+
+def _task_state(pid: int) -> str | None:
+    """Return the one-letter state of host process ``pid`` (None when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 class LinuxSandbox:
@@ -345,11 +355,21 @@ class LinuxSandbox:
             if self.cgroup is not None and self.cgroup.freeze(True):
                 self.frozen_by = "cgroup"
             else:
-                for pid in self.host_pids():
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGSTOP)
+                self._stop_all()
                 self.frozen_by = "signals"
             self.state = "frozen"
+
+    def _stop_all(self, timeout: float = 2.0) -> None:
+        """SIGSTOP every process until a scan finds them all stopped (children forked meanwhile included)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            running = [pid for pid in self.host_pids() if _task_state(pid) not in ("T", "t", "Z", "X", None)]
+            if not running or time.monotonic() > deadline:
+                return
+            for pid in running:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.001)
 
     def thaw(self) -> None:
         """Let a frozen sandbox run again; idempotent."""
@@ -402,10 +422,10 @@ class LinuxSandbox:
         if was_frozen_by == "cgroup" and self.cgroup is not None:
             with contextlib.suppress(OSError):
                 self.cgroup.freeze(False, timeout=0.5)
-        for pid in (self.init_pid, self.bwrap_pid):
-            if pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        victim = self.init_pid if self.init_pid is not None else self.bwrap_pid  # bubblewrap reaps its init
+        if victim is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(victim, signal.SIGKILL)
         self.firewall.close()
         with contextlib.suppress(OSError):
             os.close(self.netns_fd)

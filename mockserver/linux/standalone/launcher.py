@@ -10,7 +10,8 @@ Request ``spawn`` {req, argv, uid, gid, cgroups: [cgroup.procs paths]} carries f
 network namespace to join, then the fds that become 3, 4 and 5 in the child (bubblewrap's user namespace,
 the init socket and the info pipe), and a fifth that becomes stdout and stderr (the init log). The child
 joins the namespace and the cgroups, drops to ``uid``/``gid`` and execs ``argv``. Reply {req, pid} or
-{req, error}; later ``exited`` {pid, status} when bubblewrap ends.
+{req, error}; later ``exited`` {pid, status} when bubblewrap ends. The launcher is a child subreaper, so a
+sandbox process orphaned by a dying bubblewrap is reaped here, never left to the host's init.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from wire import MAX_MESSAGE, pack_event, unpack_request  # type: ignore[import-
 
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 _FDS = 5
 
 
@@ -67,6 +69,7 @@ def main(argv: list[str]) -> None:
     """Serve spawn requests until the runtime closes the socket."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # whatever bubblewrap leaves is ours to reap, not the host's init
     if os.getppid() == 1:
         os._exit(0)
     ctl = socket.socket(fileno=int(argv[1]))

@@ -1,8 +1,9 @@
 """Named network namespaces, the veth link joining a sandbox to the world, and per-namespace sysctls.
 
 A namespace is made in-process (``unshare`` on the calling thread, then a bind mount of the thread's
-namespace on ``/run/netns/<name>``, as ``ip netns add`` does) and configured with one ``ip -batch`` run
-per side, so a sandbox's network costs two short processes. Every name starts with :data:`PREFIX` and
+namespace on ``/run/netns/<name>``, as ``ip netns add`` does) and a sandbox's link is configured over
+rtnetlink (:mod:`~mockserver.linux.rtnetlink`), so a sandbox's network starts no process; the world's
+one-time setup uses ``ip -batch``. Every name starts with :data:`PREFIX` and
 carries the runtime id, so :func:`stale_names` can find what a crashed runtime left behind.
 
 The veth pair is created from inside the world namespace with its peer placed straight into the sandbox
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from .addresses import Link
 from .kernel import CLONE_NEWNET, KernelError, bind_mount, enter_netns, setns, unmount, unshare
+from .rtnetlink import Netlink
 
 __all__ = [
     "NETNS_DIR",
@@ -145,22 +147,15 @@ def write_sysctls(netns_fd: int, values: dict[str, str]) -> None:
                 handle.write(value)
 
 
-def connect_sandbox(world: str, sandbox: str, veth: str, link: Link) -> None:
-    """Create the veth pair between ``world`` and ``sandbox`` and address and route both ends."""
-    ip_batch(
-        world,
-        [
-            f"link add {veth} type veth peer name eth0 netns {sandbox}",
-            f"addr add {link.gateway}/31 dev {veth}",
-            f"link set {veth} up",
-        ],
-    )
-    ip_batch(
-        sandbox,
-        [
-            "link set lo up",
-            f"addr add {link.address}/31 dev eth0",
-            "link set eth0 up",
-            f"route add default via {link.gateway} dev eth0",
-        ],
-    )
+def connect_sandbox(world: Netlink, sandbox_fd: int, veth: str, link: Link) -> None:
+    """Create the veth pair from the world into ``sandbox_fd`` and address, raise and route both ends."""
+    world.add_veth(veth, "eth0", sandbox_fd)
+    outer = world.index(veth)
+    world.add_address(outer, link.gateway, 31)
+    world.set_up(outer)
+    with Netlink(sandbox_fd) as inner:
+        inner.set_up(1)  # the loopback is always interface 1
+        eth0 = inner.index("eth0")
+        inner.add_address(eth0, link.address, 31)
+        inner.set_up(eth0)
+        inner.add_default_route(link.gateway, eth0)

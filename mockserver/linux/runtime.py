@@ -37,7 +37,7 @@ from .addresses import MAX_LINKS, link_for
 from .channel import Channel, Hub
 from .egress import EgressPlan
 from .firewall import OPEN_PLAN, Firewall
-from .launch import Layout, bwrap_command, find_bwrap
+from .launch import Layout, bwrap_command, find_bwrap, prepare_guest_code
 from .netns import (
     connect_sandbox,
     create_netns,
@@ -182,6 +182,8 @@ class LinuxRuntime:
         self._janitor = threading.Thread(target=self._sweep, name="sandproof-linux-janitor", daemon=True)
         self.cgroups = cg.CgroupSupport()
         self.stale_removed: list[str] = []
+        self.guest_dir: Path | None = None
+        self.guest_entry = "init.py"
         try:
             self.userns_fd = _make_userns(uid_base)  # forks: before any thread of ours starts
             self._janitor.start()
@@ -192,6 +194,8 @@ class LinuxRuntime:
                 for leftover in (self.state_dir / ".trash").iterdir():
                     self._trash.put(leftover)
             self.cgroups = cg.detect()
+            self.guest_dir = Path(_scratch()) / f"sandproof-linux-{self.id}-guest"
+            self.guest_entry = prepare_guest_code(python, self.guest_dir)
             self.launcher = Launcher(python)
             self.world = World(self.id, self.dns).start()
             self.hub = Hub()
@@ -257,7 +261,8 @@ class LinuxRuntime:
         link = link_for(index)
         name = sandbox_netns_name(self.id, index)
         hostname = hostname or sandbox_id[:63]
-        layout = Layout(self.state_dir / sandbox_id, self.uid_base, self.uid_base)
+        assert self.guest_dir is not None
+        layout = Layout(self.state_dir / sandbox_id, self.uid_base, self.uid_base, self.guest_dir, self.guest_entry)
         layout.create(hostname)
         netns_fd = -1
         cgroup: cg.SandboxCgroup | None = None
@@ -265,7 +270,8 @@ class LinuxRuntime:
         try:
             netns_fd = create_netns(name)
             write_sysctls(netns_fd, _SANDBOX_SYSCTLS)
-            connect_sandbox(self.world.name, name, world_veth_name(self.id, index), link)
+            assert self.world.netlink is not None
+            connect_sandbox(self.world.netlink, netns_fd, world_veth_name(self.id, index), link)
             firewall = Firewall(open_nft(netns_fd), serve=self.world.ensure_served)
             firewall.apply(egress or OPEN_PLAN)
             if self.cgroups.hierarchies():
@@ -414,6 +420,8 @@ class LinuxRuntime:
             cg.remove_tree(hierarchy.runtime_dir(self.id))
         if self._owns_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self.guest_dir is not None:
+            shutil.rmtree(self.guest_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             (LOCK_DIR / f"{self.id}.lock").unlink()
         os.close(self._lock_fd)

@@ -38,6 +38,7 @@ from .addresses import RESOLVER, SERVED_NETS, is_servable
 from .kernel import socket_in
 from .netns import create_netns, ip_batch, remove_netns, world_netns_name, write_sysctls
 from .nftables import Nftables, open_nft
+from .rtnetlink import Netlink
 
 __all__ = ["ECHO_PORTS", "HTTP_PORTS", "DnsClient", "QueryRecord", "World"]
 
@@ -108,6 +109,7 @@ class World:
         self._servers: list[asyncio.AbstractServer] = []
         self._udp: asyncio.DatagramTransport | None = None
         self._nft: Nftables | None = None
+        self.netlink: Netlink | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -134,6 +136,7 @@ class World:
                     "route add unreachable default",
                 ],
             )
+            self.netlink = Netlink(self.fd)
             self._nft = open_nft(self.fd)
             self._nft.run(_WORLD_RULES)
             loop = asyncio.new_event_loop()
@@ -188,6 +191,9 @@ class World:
         if self._nft is not None:
             self._nft.close()
             self._nft = None
+        if self.netlink is not None:
+            self.netlink.close()
+            self.netlink = None
         if self.fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
@@ -219,7 +225,8 @@ class World:
         with self._lock:
             if address in self._served:
                 return True
-            ip_batch(self.name, [f"route add local {address}/32 dev lo"])
+            assert self.netlink is not None
+            self.netlink.add_local_routes([address])
             self._served.add(address)
         return True
 

@@ -23,10 +23,13 @@ import selectors
 import signal
 import socket
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself would cost tens of milliseconds at every start
+if TYPE_CHECKING:
+    from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from wire import MAX_MESSAGE, pack_event, unpack_request  # type: ignore[import-not-found]
+from wire import MAX_MESSAGE, pack_event, unpack_request  # type: ignore[import-not-found]  # noqa: E402
 
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1

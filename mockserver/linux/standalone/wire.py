@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import marshal
 import struct
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself would cost tens of milliseconds at every start
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "BUFFER",

@@ -10,7 +10,7 @@ OSS_STAMP := $(OSS_VENV)/.installed
 TARGET ?= mock
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock install sdk-matrix clean
+.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock install linux-deps sdk-matrix clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,20 @@ $(OSS_STAMP):
 
 install: $(STAMP) $(NEMO_STAMP) $(OSS_STAMP)
 
+# The linux runtime's tools (and curl for its egress tests): installed with apt-get when one is missing and
+# we are root on a Debian-like machine; otherwise nothing happens and those tests skip, saying why.
+LINUX_TOOLS := bwrap nft ip curl
+LINUX_PACKAGES := bubblewrap nftables iproute2 curl
+linux-deps:
+	@missing=""; for tool in $(LINUX_TOOLS); do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing$$missing for the linux runtime"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(LINUX_PACKAGES); \
+	else \
+		echo "linux runtime tools missing:$$missing (not root or no apt-get): its tests will skip"; \
+	fi
+
 serve: $(STAMP)
 	$(VENV)/bin/sandproof serve
 
@@ -42,10 +56,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-unit: install
+unit: install linux-deps
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -q --junitxml=reports/junit.xml
 
-bench-smoke: $(STAMP)
+bench-smoke: $(STAMP) linux-deps
 	$(PY) bench/run_all.py --smoke
 
 # The contract suite against the in-process mocks, with its fidelity report.

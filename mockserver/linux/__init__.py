@@ -7,10 +7,12 @@ server and the test hosts and has no route anywhere else. See ``docs/runtime.md`
 
 from .egress import EgressPlan, opensandbox_plan, render_ruleset, tensorlake_plan
 from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
+from .forward import PortForwarder, connect, open_connection
 from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
 from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
+from .runner import StepRunner
 from .runtime import LinuxRuntime, SandboxStartError
-from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError
+from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
 
 __all__ = [
     "EgressPlan",
@@ -21,6 +23,7 @@ __all__ = [
     "LinuxRuntime",
     "LinuxSandbox",
     "OutputChunk",
+    "PortForwarder",
     "ProcessEvent",
     "Requirements",
     "RunResult",
@@ -28,7 +31,11 @@ __all__ = [
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",
+    "StepRunner",
+    "Usage",
     "check_requirements",
+    "connect",
+    "open_connection",
     "opensandbox_apply",
     "opensandbox_plan",
     "render_ruleset",

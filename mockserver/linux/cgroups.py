@@ -7,6 +7,11 @@ so they stay inside whatever limits and accounting apply to the runtime. Nothing
 
 Where no hierarchy offers a resource, :class:`CgroupSupport` says so: the sandbox records the requested
 limit and reports it as not enforced, and freezing falls back to SIGSTOP/SIGCONT of every process.
+
+Known deviations: memory and pids limits are enforced only where a writable cgroup offers the controller
+(v2 delegated, or v1); elsewhere they are recorded and listed by ``Limits.deviations()``; CPU and disk
+limits are not enforced anywhere; an OOM kill is attributed to the next process that ends by SIGKILL (or
+with status 137) after the cgroup's OOM counter rose.
 """
 
 from __future__ import annotations

@@ -30,9 +30,11 @@ OpenSandbox (``contracts.opensandbox``), two sidecar modes, both served:
   addresses of allowed names are learned from the DNS answers (the real sidecar's dynamic allow set).
   The resolver is always reachable, as the sidecar whitelists its nameservers.
 
-Known deviations: learned addresses stay in their set until the next policy change (no TTL expiry); an
-address answered for both an allowed and a denied name is refused for both (sets are per address, not per
-name); IPv6 egress is always refused; refused packets are rejected rather than silently dropped.
+Known deviations: hostname rules are enforced on the addresses the names resolve to, so a connection to
+an allowed (or denied) name's address is allowed (or refused) even when the program never asked for the
+name; learned addresses stay in their set until the next policy change (no TTL expiry); an address
+answered for both an allowed and a denied name is refused for both; IPv6 egress is always refused;
+refused packets are rejected at once rather than silently dropped.
 """
 
 from __future__ import annotations

@@ -22,6 +22,12 @@ an unprivileged host uid: root inside, nobody special outside. Capabilities are 
 (:data:`CAPABILITIES`); none of them applies to the network namespace, which belongs to the host's user
 namespace, so no process in the sandbox can change its firewall or addresses. Bubblewrap's
 ``--die-with-parent`` ends the sandbox if the runtime's process dies.
+
+Known deviations: there is no image: the system folders (``/usr``, ``/etc``...) are the host's, read-only,
+so the sandbox sees the host's distribution and programs, cannot install packages under ``/usr`` or edit
+``/etc``, and ``image`` requests choose nothing; ``/sys`` is absent; the sandbox's root is uid 0 only inside
+its user namespace (files it writes belong to the runtime's unprivileged host uid range); processes run
+as root whatever ``user`` a request names.
 """
 
 from __future__ import annotations

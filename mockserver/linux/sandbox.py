@@ -7,6 +7,11 @@ thread. Blocking methods have ``*_async`` twins for event loops.
 
 Errors: :class:`SpawnError` when a process cannot start (``code`` is ``cwd_not_found``, ``not_found``,
 ``permission_denied`` or ``exec_failed``); :class:`SandboxStateError` when the sandbox is frozen or gone.
+
+Known deviations: a process's exit is reported 50 ms after it ends at the latest even while a background
+child it left behind still holds its stdout (that child's later output is read and dropped); requests to a
+paused sandbox are refused (``SandboxStateError``) rather than queued; pausing without a cgroup freezer
+stops processes with SIGSTOP, which they could observe.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from .firewall import Firewall
 from .launch import Layout
 from .process import ExitStatus, LinuxProcess, OutputChunk, StreamName
 
-__all__ = ["Limits", "LinuxSandbox", "RunResult", "SandboxState", "SandboxStateError", "SpawnError"]
+__all__ = ["Limits", "LinuxSandbox", "RunResult", "SandboxState", "SandboxStateError", "SpawnError", "Usage"]
 
 SandboxState = Literal["starting", "running", "frozen", "destroyed"]
 SPAWN_TIMEOUT = 10.0
@@ -74,6 +79,16 @@ class Limits:
         if self.pids is not None and "pids" not in self.enforced:
             out.append(f"pids limit {self.pids} recorded, not enforced (no writable pids cgroup)")
         return out
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the sandbox's processes use now (for a metrics endpoint)."""
+
+    cpu_seconds: float
+    memory_bytes: int
+    processes: int
+    cpu_count: int
 
 
 @dataclass(frozen=True)
@@ -345,6 +360,24 @@ class LinuxSandbox:
                     if os.readlink(f"/proc/{entry}/ns/pid") == target:
                         pids.append(int(entry))
         return pids
+
+    def usage(self) -> Usage:
+        """Return the CPU time, memory (cgroup figure where there is one, else resident set) and process count."""
+        ticks, page = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
+        cpu, resident, count = 0.0, 0, 0
+        for pid in self.host_pids():
+            try:
+                with open(f"/proc/{pid}/stat") as stat_file:
+                    fields = stat_file.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{pid}/statm") as statm_file:
+                    pages = int(statm_file.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            cpu += (int(fields[11]) + int(fields[12])) / ticks
+            resident += pages * page
+            count += 1
+        memory = self.cgroup.memory_usage() if self.cgroup is not None else None
+        return Usage(cpu, memory if memory is not None else resident, count, os.cpu_count() or 1)
 
     def freeze(self) -> None:
         """Stop every process of the sandbox (the cgroup freezer, else SIGSTOP); idempotent."""

@@ -15,6 +15,10 @@ Served in the world, all from threads of the host process with sockets made insi
 * the test hosts on every served address (see :mod:`~mockserver.linux.addresses`): HTTP on
   :data:`HTTP_PORTS` answering ``sandproof world host <address>:<port>`` plus the method, path and Host
   header (``/status/<code>`` answers that status), and TCP echo on :data:`ECHO_PORTS`.
+
+Known deviations: the internet is simulated: only names of the DNS table resolve (unknown names get the
+table's synthetic 198.18.0.0/15 addresses), every served address runs the same HTTP and echo test hosts,
+there is no TLS, no IPv6 and no other port; addresses the table does not hand out are unreachable.
 """
 
 from __future__ import annotations

@@ -180,3 +180,16 @@ def test_destroy_kills_the_tree_and_refuses_work(runtime: LinuxRuntime) -> None:
     with pytest.raises(SandboxStateError):
         sb.run("true")
     sb.destroy()  # idempotent
+
+
+def test_usage_counts_the_sandboxs_processes(sandbox: LinuxSandbox) -> None:
+    idle = sandbox.usage()
+    busy = sandbox.start_process(["python3", "-c", "x = bytearray(30 << 20)\nwhile True: pass"])
+    deadline = time.monotonic() + 20
+    while sandbox.usage().cpu_seconds < idle.cpu_seconds + 0.2 and time.monotonic() < deadline:
+        busy.wait(0.05)
+    now = sandbox.usage()
+    assert now.processes == idle.processes + 1 and now.cpu_count >= 1
+    assert now.cpu_seconds >= idle.cpu_seconds + 0.2
+    assert now.memory_bytes > idle.memory_bytes + (20 << 20)
+    assert busy.kill()

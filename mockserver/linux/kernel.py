@@ -18,15 +18,18 @@ from collections.abc import Iterator
 __all__ = [
     "CLONE_NEWNET",
     "CLONE_NEWUSER",
+    "CLONE_NEWUTS",
     "KernelError",
     "bind_mount",
     "enter_netns",
+    "enter_ns",
     "setns",
     "socket_in",
     "unmount",
     "unshare",
 ]
 
+CLONE_NEWUTS = 0x04000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_BIND = 0x1000
@@ -69,18 +72,26 @@ def unmount(target: str) -> None:
     _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
 
 
+_NS_NAMES = {CLONE_NEWNET: "net", CLONE_NEWUTS: "uts"}
+
+
 @contextlib.contextmanager
-def enter_netns(fd: int) -> Iterator[None]:
-    """Run the block with the calling thread inside network namespace ``fd``, then move it back."""
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+def enter_ns(fd: int, nstype: int) -> Iterator[None]:
+    """Run the block with the calling thread inside namespace ``fd`` (net or uts), then move it back."""
+    home = os.open(f"/proc/thread-self/ns/{_NS_NAMES[nstype]}", os.O_RDONLY | os.O_CLOEXEC)
     try:
-        setns(fd, CLONE_NEWNET)
+        setns(fd, nstype)
         try:
             yield
         finally:
-            setns(home, CLONE_NEWNET)
+            setns(home, nstype)
     finally:
         os.close(home)
+
+
+def enter_netns(fd: int) -> contextlib.AbstractContextManager[None]:
+    """Run the block with the calling thread inside network namespace ``fd``, then move it back."""
+    return enter_ns(fd, CLONE_NEWNET)
 
 
 def socket_in(netns_fd: int, family: int = socket.AF_INET, kind: int = socket.SOCK_STREAM) -> socket.socket:

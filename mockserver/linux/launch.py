@@ -168,14 +168,18 @@ class Layout:
             elif guest == GUEST_MOUNT or host.is_dir():
                 target.mkdir(exist_ok=True)
                 os.chown(target, self.uid, self.gid)
-        files = {
+        for name, text in self.etc_files(hostname).items():
+            (self.etc / name).write_text(text)
+            os.chmod(self.etc / name, 0o644)
+
+    @staticmethod
+    def etc_files(hostname: str) -> dict[str, str]:
+        """Return the generated ``/etc`` files of a sandbox called ``hostname``."""
+        return {
             "hosts": f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{hostname}\n",
             "hostname": f"{hostname}\n",
             "resolv.conf": f"nameserver {RESOLVER}\noptions attempts:2 timeout:2\n",
         }
-        for name, text in files.items():
-            (self.etc / name).write_text(text)
-            os.chmod(self.etc / name, 0o644)
 
     def mounts(self) -> list[Mount]:
         """Return the sandbox's mount table as the files API sees it."""

@@ -13,12 +13,13 @@ async callers.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 
 from mockserver.sandbox.steps import Exit, Output, Step
 
 from .process import ExitStatus, LinuxProcess, OutputChunk
-from .sandbox import LinuxSandbox, SpawnError
+from .sandbox import LinuxSandbox, SandboxStateError, SpawnError
 
 __all__ = ["StepRunner", "status_steps"]
 
@@ -27,6 +28,13 @@ _SPAWN_CODES = {"permission_denied": 126}
 
 def _failure(exc: SpawnError) -> list[Step]:
     return [Output("stderr", f"sh: {exc.message}\n".encode()), Exit(_SPAWN_CODES.get(exc.code, 127))]
+
+
+def _stop(proc: LinuxProcess) -> None:
+    """Kill a command its reader abandoned (nothing to do if it ended, or if the sandbox is paused or gone)."""
+    if proc.running:
+        with contextlib.suppress(SandboxStateError):
+            proc.kill()
 
 
 def status_steps(event: OutputChunk | ExitStatus) -> Step:
@@ -70,8 +78,7 @@ class StepRunner:
             for event in proc.events():
                 yield status_steps(event)
         finally:
-            if proc.running:
-                proc.kill()
+            _stop(proc)
 
     async def astream(
         self,
@@ -95,5 +102,4 @@ class StepRunner:
             async for event in proc.aevents():
                 yield status_steps(event)
         finally:
-            if proc.running:
-                proc.kill()
+            _stop(proc)

@@ -3,9 +3,11 @@
 :class:`LinuxRuntime` checks the machine (:mod:`~mockserver.linux.requirements`), takes a lock file
 ``/run/sandproof/<id>.lock`` for its lifetime, removes what crashed runtimes left behind (namespaces,
 cgroups, lock files whose lock nobody holds), makes its user namespace (root inside maps to
-:data:`DEFAULT_UID_BASE` outside, 65536 ids), starts the world and the I/O thread, and then makes
-sandboxes: :meth:`LinuxRuntime.create_sandbox` costs a network namespace with its veth link and firewall,
-a cgroup, a state directory and one bubblewrap process running the sandbox's init.
+:data:`DEFAULT_UID_BASE` outside, 65536 ids), compiles the init, starts the launcher, the world and the
+I/O thread, and then makes sandboxes (see :mod:`~mockserver.linux.assembly`): a network namespace with its
+veth link and firewall, a cgroup, a state folder and one bubblewrap process running the sandbox's init.
+A warm pool (:mod:`~mockserver.linux.pool`, ``warm`` sandboxes, 1 by default) starts the next sandbox
+ahead of demand, so :meth:`LinuxRuntime.create_sandbox` is mostly a hand-over.
 
 Names carry the runtime id (five hex digits), so parallel runtimes (parallel test runs) never collide;
 sandbox indexes are never reused within a runtime, so a link being torn down by the kernel never clashes
@@ -16,14 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
+import itertools
 import os
 import queue
 import re
 import secrets
 import shutil
 import signal
-import socket
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -33,85 +34,23 @@ from types import TracebackType
 from mockserver.core.dns import DnsTable
 
 from . import cgroups as cg
-from .addresses import MAX_LINKS, link_for
-from .channel import Channel, Hub
+from .assembly import BASE_ENV, Assembler, SandboxStartError, make_userns
+from .channel import Hub
 from .egress import EgressPlan
-from .firewall import OPEN_PLAN, Firewall
-from .launch import Layout, bwrap_command, find_bwrap, prepare_guest_code
-from .netns import (
-    connect_sandbox,
-    create_netns,
-    remove_netns,
-    sandbox_netns_name,
-    stale_names,
-    world_veth_name,
-    write_sysctls,
-)
-from .nftables import open_nft
+from .launch import find_bwrap, prepare_guest_code
+from .netns import remove_netns, stale_names
+from .pool import WarmPool
+from .records import Limits, SandboxStateError
 from .requirements import RuntimeUnavailable, guest_python, require
-from .sandbox import Limits, LinuxSandbox, SandboxStateError, _Parts
-from .spawner import Launcher, LauncherError
+from .sandbox import LinuxSandbox
+from .spawner import Launcher
 from .world import World
 
 __all__ = ["DEFAULT_UID_BASE", "LOCK_DIR", "LinuxRuntime", "SandboxStartError"]
 
 DEFAULT_UID_BASE = 0x70000000
-UID_COUNT = 65536
 LOCK_DIR = Path("/run/sandproof")
-READY_TIMEOUT = 10.0
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-_SANDBOX_SYSCTLS = {
-    "net/ipv4/ip_unprivileged_port_start": "0",
-    "net/ipv4/ping_group_range": "0 2147483647",
-    "net/ipv6/conf/all/disable_ipv6": "1",
-    "net/ipv6/conf/default/disable_ipv6": "1",
-}
-BASE_ENV = {
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME": "/root",
-    "USER": "root",
-    "LOGNAME": "root",
-    "SHELL": "/bin/bash",
-    "LANG": "C.UTF-8",
-}
-
-
-class SandboxStartError(RuntimeError):
-    """A sandbox's init did not come up; the message carries its log."""
-
-
-def _make_userns(uid_base: int) -> int:
-    """Return an fd of a new user namespace owned by ``uid_base`` mapping 0..65535 to it."""
-    ready_r, ready_w = os.pipe()
-    go_r, go_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(ready_r)
-            os.close(go_w)
-            os.setgroups([])
-            os.setresgid(uid_base, uid_base, uid_base)
-            os.setresuid(uid_base, uid_base, uid_base)
-            from .kernel import CLONE_NEWUSER, unshare
-
-            unshare(CLONE_NEWUSER)
-            os.write(ready_w, b"1")
-            os.read(go_r, 1)
-        finally:
-            os._exit(0)
-    os.close(ready_w)
-    os.close(go_r)
-    try:
-        if os.read(ready_r, 1) != b"1":
-            raise RuntimeUnavailable("could not create the runtime's user namespace")
-        for name in ("uid_map", "gid_map"):
-            with open(f"/proc/{pid}/{name}", "w") as handle:
-                handle.write(f"0 {uid_base} {UID_COUNT}\n")
-        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)  # inheritable: handed to bwrap
-    finally:
-        os.close(go_w)
-        os.close(ready_r)
-        os.waitpid(pid, 0)
 
 
 def _scratch() -> str:
@@ -160,6 +99,7 @@ class LinuxRuntime:
         *,
         dns: DnsTable | None = None,
         uid_base: int = DEFAULT_UID_BASE,
+        warm: int = 1,
     ) -> None:
         self.requirements = require()
         python, bwrap = guest_python(), find_bwrap()
@@ -169,7 +109,9 @@ class LinuxRuntime:
         self.dns = dns if dns is not None else DnsTable()
         self._lock = threading.Lock()
         self._sandboxes: dict[str, LinuxSandbox] = {}
-        self._next_index = 0
+        self._reserved: set[str] = set()
+        self._indexes = itertools.count()
+        self._names = itertools.count()
         self._closed = False
         self._lock_fd = self._take_id()
         self.userns_fd = -1
@@ -183,9 +125,9 @@ class LinuxRuntime:
         self.cgroups = cg.CgroupSupport()
         self.stale_removed: list[str] = []
         self.guest_dir: Path | None = None
-        self.guest_entry = "init.py"
+        self.pool: WarmPool | None = None
         try:
-            self.userns_fd = _make_userns(uid_base)  # forks: before any thread of ours starts
+            self.userns_fd = make_userns(uid_base)  # forks: before any thread of ours starts
             self._janitor.start()
             self.stale_removed = self._remove_stale()
             self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -195,10 +137,15 @@ class LinuxRuntime:
                     self._trash.put(leftover)
             self.cgroups = cg.detect()
             self.guest_dir = Path(_scratch()) / f"sandproof-linux-{self.id}-guest"
-            self.guest_entry = prepare_guest_code(python, self.guest_dir)
+            guest_entry = prepare_guest_code(python, self.guest_dir)
             self.launcher = Launcher(python)
             self.world = World(self.id, self.dns).start()
             self.hub = Hub()
+            self.assembler = Assembler(
+                self.id, uid_base, self.userns_fd, bwrap, python, self.guest_dir, guest_entry, self.world,
+                self.hub, self.launcher, self.cgroups, self._next_index, self._forget,
+            )  # fmt: skip
+            self.pool = WarmPool(self._warm_one, warm)
         except BaseException:
             self.close()
             raise
@@ -236,6 +183,15 @@ class LinuxRuntime:
 
     # -- sandboxes ---------------------------------------------------------------------------------
 
+    def _next_index(self) -> int:
+        with self._lock:
+            return next(self._indexes)
+
+    def _warm_one(self) -> LinuxSandbox:
+        """Make a generic sandbox for the warm pool."""
+        n = next(self._names)
+        return self.assembler.assemble(f"warm-{n}", self.state_dir / f".warm-{n}", "sandbox", {})
+
     def create_sandbox(
         self,
         sandbox_id: str | None = None,
@@ -246,115 +202,52 @@ class LinuxRuntime:
         pids: int | None = None,
         egress: EgressPlan | None = None,
     ) -> LinuxSandbox:
-        """Start a sandbox and return it once its init answers; raise SandboxStartError if it does not."""
-        assert self.world is not None and self.hub is not None
+        """Return a running sandbox (from the warm pool when one is ready); raise SandboxStartError if it fails.
+
+        ``sandbox_id`` names its state folder ``<state>/<id>``; ``hostname`` defaults to the id; ``env`` is
+        added to every process's environment; ``memory_bytes`` and ``pids`` are cgroup limits (recorded when no
+        cgroup can enforce them, see ``sandbox.limits``); ``egress`` is the plan its firewall starts with.
+        """
         with self._lock:
             if self._closed:
                 raise SandboxStateError("destroyed", "the runtime is closed")
-            index = self._next_index
-            self._next_index += 1
-            sandbox_id = sandbox_id or f"sbx-{self.id}-{index}"
-            if not _ID.fullmatch(sandbox_id) or sandbox_id in self._sandboxes:
+            sandbox_id = sandbox_id or f"sbx-{self.id}-{next(self._names)}"
+            if not _ID.fullmatch(sandbox_id) or sandbox_id in self._sandboxes or sandbox_id in self._reserved:
                 raise ValueError(f"sandbox id {sandbox_id!r} is invalid or in use")
-        if index >= MAX_LINKS:
-            raise SandboxStateError("destroyed", "this runtime has used all its link addresses")
-        link = link_for(index)
-        name = sandbox_netns_name(self.id, index)
+            self._reserved.add(sandbox_id)
         hostname = hostname or sandbox_id[:63]
-        assert self.guest_dir is not None
-        layout = Layout(self.state_dir / sandbox_id, self.uid_base, self.uid_base, self.guest_dir, self.guest_entry)
-        layout.create(hostname)
-        netns_fd = -1
-        cgroup: cg.SandboxCgroup | None = None
-        sandbox: LinuxSandbox | None = None
         try:
-            netns_fd = create_netns(name)
-            write_sysctls(netns_fd, _SANDBOX_SYSCTLS)
-            assert self.world.netlink is not None
-            connect_sandbox(self.world.netlink, netns_fd, world_veth_name(self.id, index), link)
-            firewall = Firewall(open_nft(netns_fd), serve=self.world.ensure_served)
-            firewall.apply(egress or OPEN_PLAN)
-            if self.cgroups.hierarchies():
-                cgroup = cg.SandboxCgroup(self.cgroups, self.id, f"sbx-{index}")
-            enforced = set()
-            if memory_bytes is not None and cgroup is not None and cgroup.set_memory(memory_bytes):
-                enforced.add("memory")
-            if pids is not None and cgroup is not None and cgroup.set_pids(pids):
-                enforced.add("pids")
-            parts = _Parts(
-                sandbox_id, index, link, name, netns_fd, layout, firewall, cgroup,
-                Limits(memory_bytes, pids, frozenset(enforced)), hostname,
-                {**BASE_ENV, "HOSTNAME": hostname, **(env or {})}, self._forget,
-            )  # fmt: skip
-            sandbox = LinuxSandbox(parts)
-            self.world.register(link.address, firewall)
+            sandbox = self.pool.take() if self.pool is not None else None
+            if sandbox is not None and sandbox.alive:
+                sandbox.adopt(sandbox_id, self.state_dir / sandbox_id, hostname, {**BASE_ENV, **(env or {})})
+            else:
+                if sandbox is not None:
+                    sandbox.destroy()
+                sandbox = self.assembler.assemble(sandbox_id, self.state_dir / sandbox_id, hostname, env or {})
+            try:
+                self._configure(sandbox, memory_bytes, pids, egress)
+            except BaseException:
+                sandbox.destroy()
+                raise
             with self._lock:
                 self._sandboxes[sandbox_id] = sandbox
-            self._launch(sandbox)
             return sandbox
-        except BaseException:
-            if sandbox is not None:
-                sandbox.destroy()
-            else:
-                if cgroup is not None:
-                    cgroup.remove()
-                if netns_fd >= 0:
-                    os.close(netns_fd)
-                remove_netns(name)
-                shutil.rmtree(layout.base, ignore_errors=True)
-            raise
-
-    def _launch(self, sandbox: LinuxSandbox) -> None:
-        assert self.hub is not None and self.launcher is not None
-        host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        info_r, info_w = os.pipe()
-        argv = bwrap_command(
-            self.bwrap, sandbox.layout, python=self.python, userns_fd=3, ctl_fd=4, info_fd=5,
-            hostname=sandbox.hostname,
-        )  # fmt: skip
-        log = os.open(sandbox.layout.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-        try:
-            sandbox.bwrap_pid = self.launcher.spawn(
-                argv,
-                netns_fd=sandbox.netns_fd,
-                userns_fd=self.userns_fd,
-                ctl_fd=guest_end.fileno(),
-                info_fd=info_w,
-                log_fd=log,
-                cgroups=sandbox.cgroup.procs_files() if sandbox.cgroup is not None else [],
-                uid=self.uid_base,
-                gid=self.uid_base,
-            )
-        except LauncherError as exc:
-            host_end.close()
-            raise SandboxStartError(f"sandbox {sandbox.id} did not start: {exc}") from exc
         finally:
-            os.close(log)
-            guest_end.close()
-            os.close(info_w)
-        channel = Channel(host_end, sandbox.on_event, sandbox.on_close)
-        sandbox.channel = channel
-        self.hub.add(channel)
-        try:
-            with os.fdopen(info_r, "rb") as info:
-                data = info.read()
-            sandbox.init_pid = int(json.loads(data)["child-pid"]) if data else None
-        except (ValueError, KeyError):
-            sandbox.init_pid = None
-        for pid in (sandbox.bwrap_pid, sandbox.init_pid):
-            if pid is not None:
-                with contextlib.suppress(OSError):
-                    Path(f"/proc/{pid}/oom_score_adj").write_text("-1000")
-        if not sandbox.ready.wait(READY_TIMEOUT):
-            raise SandboxStartError(f"sandbox {sandbox.id} did not start: {self._log_tail(sandbox)}")
-        sandbox.state = "running"
+            with self._lock:
+                self._reserved.discard(sandbox_id)
 
     @staticmethod
-    def _log_tail(sandbox: LinuxSandbox) -> str:
-        try:
-            return sandbox.layout.log.read_text(errors="replace")[-2000:].strip() or "no output"
-        except OSError:
-            return "no log"
+    def _configure(
+        sandbox: LinuxSandbox, memory_bytes: int | None, pids: int | None, egress: EgressPlan | None
+    ) -> None:
+        enforced = set()
+        if memory_bytes is not None and sandbox.cgroup is not None and sandbox.cgroup.set_memory(memory_bytes):
+            enforced.add("memory")
+        if pids is not None and sandbox.cgroup is not None and sandbox.cgroup.set_pids(pids):
+            enforced.add("pids")
+        sandbox.limits = Limits(memory_bytes, pids, frozenset(enforced))
+        if egress is not None:
+            sandbox.firewall.apply(egress)
 
     def _forget(self, sandbox: LinuxSandbox, remove_files: bool) -> None:
         """Finish a sandbox's destruction (called by :meth:`LinuxSandbox.destroy`)."""
@@ -401,6 +294,8 @@ class LinuxRuntime:
                 return
             self._closed = True
             sandboxes = list(self._sandboxes.values())
+        if self.pool is not None:
+            self.pool.close()
         for sandbox in sandboxes:
             with contextlib.suppress(Exception):
                 sandbox.destroy()

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import itertools
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,74 +35,16 @@ from .cgroups import SandboxCgroup
 from .channel import Channel, ChannelClosed
 from .confine import Confinement
 from .firewall import Firewall
+from .kernel import CLONE_NEWUTS, enter_ns
 from .launch import Layout
 from .process import ExitStatus, LinuxProcess, OutputChunk, StreamName
+from .records import Limits, RunResult, SandboxStateError, SpawnError, Usage, spawn_error
 
 __all__ = ["Limits", "LinuxSandbox", "RunResult", "SandboxState", "SandboxStateError", "SpawnError", "Usage"]
 
 SandboxState = Literal["starting", "running", "frozen", "destroyed"]
 SPAWN_TIMEOUT = 10.0
 _STREAMS: frozenset[str] = frozenset({"stdout", "stderr", "pty"})
-
-
-class SandboxStateError(RuntimeError):
-    """The sandbox cannot do that now (frozen, or destroyed)."""
-
-    def __init__(self, state: str, message: str) -> None:
-        super().__init__(message)
-        self.state = state
-
-
-class SpawnError(RuntimeError):
-    """A process could not be started; ``code`` says why."""
-
-    def __init__(self, code: str, message: str, errno_value: int = 0) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.errno = errno_value
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The resource limits asked for, and which of them a cgroup enforces."""
-
-    memory_bytes: int | None = None
-    pids: int | None = None
-    enforced: frozenset[str] = frozenset()
-
-    def deviations(self) -> list[str]:
-        """Return the limits recorded but not enforced."""
-        out = []
-        if self.memory_bytes is not None and "memory" not in self.enforced:
-            out.append(f"memory limit {self.memory_bytes} bytes recorded, not enforced (no writable memory cgroup)")
-        if self.pids is not None and "pids" not in self.enforced:
-            out.append(f"pids limit {self.pids} recorded, not enforced (no writable pids cgroup)")
-        return out
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What the sandbox's processes use now (for a metrics endpoint)."""
-
-    cpu_seconds: float
-    memory_bytes: int
-    processes: int
-    cpu_count: int
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """A process run to completion."""
-
-    stdout: bytes
-    stderr: bytes
-    status: ExitStatus
-
-    @property
-    def exit_code(self) -> int:
-        """Return the shell-style exit code (128 + signal when killed)."""
-        return self.status.shell_code
 
 
 @dataclass
@@ -121,20 +63,6 @@ class _Parts:
     hostname: str
     env: dict[str, str]
     on_destroy: Callable[[LinuxSandbox, bool], None] = field(default=lambda _sb, _rm: None)
-
-
-def _spawn_error(reply: Mapping[str, Any], argv: Sequence[str], cwd: str) -> SpawnError:
-    stage, number = str(reply.get("error")), int(reply.get("errno") or 0)
-    message = str(reply.get("message") or "")
-    if stage == "cwd":
-        if number in (errno.ENOENT, errno.ENOTDIR):
-            return SpawnError("cwd_not_found", f"working directory does not exist: {cwd}", number)
-        return SpawnError("cwd_not_found" if number == errno.EACCES else "exec_failed", f"{cwd}: {message}", number)
-    if stage == "exec" and number == errno.ENOENT:
-        return SpawnError("not_found", f"{argv[0]}: command not found", number)
-    if stage == "exec" and number == errno.EACCES:
-        return SpawnError("permission_denied", f"{argv[0]}: Permission denied", number)
-    return SpawnError("exec_failed", f"{argv[0]}: {message or 'cannot start'}", number)
 
 
 def _task_state(pid: int) -> str | None:
@@ -180,6 +108,33 @@ class LinuxSandbox:
     def address(self) -> str:
         """Return the sandbox's address on its link to the world."""
         return self.link.address
+
+    # -- identity ----------------------------------------------------------------------------------
+
+    def set_hostname(self, hostname: str) -> None:
+        """Give the sandbox a new hostname: its UTS namespace, ``/etc/hostname``, ``/etc/hosts`` and ``HOSTNAME``."""
+        if self.init_pid is not None:
+            fd = os.open(f"/proc/{self.init_pid}/ns/uts", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                with enter_ns(fd, CLONE_NEWUTS):
+                    socket.sethostname(hostname)
+            finally:
+                os.close(fd)
+        for name, text in self.layout.etc_files(hostname).items():
+            with open(self.layout.etc / name, "r+") as handle:  # in place: the sandbox has the inode mounted
+                handle.write(text)
+                handle.truncate()
+        self.hostname = hostname
+        self.env["HOSTNAME"] = hostname
+
+    def adopt(self, sandbox_id: str, base: Path, hostname: str, env: Mapping[str, str]) -> None:
+        """Turn a sandbox started ahead of demand into ``sandbox_id`` (runtime use): folder, hostname, env."""
+        self.layout.base.rename(base)  # the mounts hold the inodes, not the path
+        self.layout = replace(self.layout, base=base)
+        self.files = Confinement(self.layout.mounts())
+        self.id = sandbox_id
+        self.env = dict(env)
+        self.set_hostname(hostname)
 
     # -- events from the I/O thread ----------------------------------------------------------------
 
@@ -254,7 +209,7 @@ class LinuxSandbox:
         if "error" in reply:
             with self._lock:
                 self._processes.pop(proc.ident, None)
-            raise _spawn_error(reply, proc.argv, cwd)
+            raise spawn_error(reply, proc.argv, cwd)
         proc.pid = int(reply["pid"])
         return proc
 
@@ -335,9 +290,20 @@ class LinuxSandbox:
             return list(self._processes.values())
 
     def _signal(self, ident: int, signum: int, group: bool) -> bool:
+        """Signal a process through the init: False when the sandbox is gone; SandboxStateError when paused."""
+        if self.state == "destroyed" or self.channel is None or self.channel.closed:
+            return False
         channel = self._check()
-        reply = channel.call({"op": "signal", "id": ident, "signal": int(signum), "group": group})
+        try:
+            reply = channel.call({"op": "signal", "id": ident, "signal": int(signum), "group": group})
+        except ChannelClosed:
+            return False
         return bool(reply.get("ok"))
+
+    @property
+    def alive(self) -> bool:
+        """Tell whether the sandbox's init still answers (False once destroyed, or if the init died)."""
+        return self.state != "destroyed" and self.channel is not None and not self.channel.closed
 
     def ping(self, timeout: float = 5.0) -> dict[str, Any]:
         """Round-trip to the init; return its reply (``pid``, ``children``)."""

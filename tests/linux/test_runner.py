@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from mockserver.core import VirtualClock
-from mockserver.linux import LinuxSandbox
+from mockserver.linux import LinuxRuntime, LinuxSandbox
 from mockserver.linux.runner import StepRunner
 from mockserver.sandbox import CommandEmulator, Exit, FileSystem, Output, Step
 
@@ -82,3 +82,12 @@ def test_opensandbox_execution_takes_it_unchanged(sandbox: LinuxSandbox) -> None
     events = asyncio.run(main())
     assert "".join(str(e["text"]) for e in events if e["type"] == "stdout") == "21\n42\n"
     assert events[-1]["type"] == "execution_complete"
+
+
+def test_abandoning_steps_of_a_destroyed_sandbox_is_quiet(runtime: LinuxRuntime) -> None:
+    sb = runtime.create_sandbox()
+    steps = StepRunner(sb).run("echo first; sleep 60")
+    assert next(steps) == Output("stdout", b"first\n")
+    sb.destroy()
+    assert list(steps)[-1] == Exit(137)  # the destruction ended it
+    assert not sb.alive

@@ -78,7 +78,6 @@ def test_two_runtimes_side_by_side_then_closed_leave_nothing() -> None:
         assert first.id != second.id and first.world is not None and second.world is not None
         assert first.world.name != second.world.name
         a, b = first.create_sandbox(), second.create_sandbox()
-        assert a.address == b.address  # the same private plan, in different namespaces
         assert a.run("echo a").stdout == b"a\n" and b.run("echo b").stdout == b"b\n"
         launcher_pid = second.launcher.pid if second.launcher else 0
     finally:

@@ -124,7 +124,9 @@ def test_pty_echoes_typed_input_and_resizes(sandbox: LinuxSandbox) -> None:
         term.wait(0.05)
     term.resize(40, 120)
     term.write_stdin(b"stty size\n")
-    term.close_stdin()  # ^D ends bash
+    while b"40 120" not in term.output() and time.monotonic() < deadline:
+        term.wait(0.05)
+    term.close_stdin()  # ^D at an empty prompt ends bash
     status = term.wait(10)
     out = term.output("pty")
     assert status is not None and status.code == 0

@@ -23,6 +23,7 @@ __all__ = [
     "bind_mount",
     "enter_netns",
     "enter_ns",
+    "make_shared",
     "setns",
     "socket_in",
     "unmount",
@@ -33,6 +34,8 @@ CLONE_NEWUTS = 0x04000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_SHARED = 1 << 20
 MNT_DETACH = 0x2
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
@@ -65,6 +68,11 @@ def unshare(flags: int) -> None:
 def bind_mount(source: str, target: str) -> None:
     """Bind-mount ``source`` on ``target`` (used to give a network namespace a name under /run/netns)."""
     _check(_libc.mount(source.encode(), target.encode(), None, MS_BIND, None), f"mount {source} on {target}")
+
+
+def make_shared(target: str) -> None:
+    """Make the mount at ``target`` (and below) shared, so unmounts there reach its peers too."""
+    _check(_libc.mount(b"none", target.encode(), None, MS_SHARED | MS_REC, None), f"make {target} shared")
 
 
 def unmount(target: str) -> None:

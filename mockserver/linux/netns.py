@@ -13,6 +13,7 @@ namespace: neither end ever exists in the host namespace, and deleting either na
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .addresses import Link
-from .kernel import CLONE_NEWNET, KernelError, bind_mount, enter_netns, setns, unmount, unshare
+from .kernel import CLONE_NEWNET, KernelError, bind_mount, enter_netns, make_shared, setns, unmount, unshare
 from .rtnetlink import Netlink
 
 __all__ = [
@@ -74,9 +75,32 @@ def runtime_of(name: str) -> str | None:
     return runtime_id if sep and runtime_id else None
 
 
+_prepared = False
+
+
+def _prepare_dir() -> None:
+    """Make /run/netns a shared mount of its own, as ``ip netns add`` does, once per process.
+
+    Mount namespaces made later (ours or anybody's) copy the namespace names mounted there; with the folder
+    shared, removing a name here removes the copies too, so a removed namespace is never kept alive by them.
+    """
+    global _prepared
+    if _prepared:
+        return
+    NETNS_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    try:
+        make_shared(str(NETNS_DIR))
+    except KernelError as exc:
+        if exc.errno != errno.EINVAL:  # EINVAL: not a mount point yet
+            raise
+        bind_mount(str(NETNS_DIR), str(NETNS_DIR))
+        make_shared(str(NETNS_DIR))
+    _prepared = True
+
+
 def create_netns(name: str) -> int:
     """Make a new network namespace named ``name`` and return an fd for it (the caller closes it)."""
-    NETNS_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    _prepare_dir()
     path = NETNS_DIR / name
     try:
         os.close(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))

@@ -58,7 +58,8 @@ class Requirements:
         """Return the one-line explanation of what is missing, with the install hint."""
         if self.ok:
             return "linux runtime available" + (f" ({'; '.join(self.notes)})" if self.notes else "")
-        hint = f"; as root: apt-get install -y {' '.join(DEBIAN_PACKAGES)}"
+        tools = any(package in item for item in self.missing for package in DEBIAN_PACKAGES)
+        hint = f"; as root: apt-get install -y {' '.join(DEBIAN_PACKAGES)}" if tools else ""
         return "linux runtime unavailable: missing " + "; ".join(self.missing) + hint
 
 

@@ -26,6 +26,11 @@ def test_everything_missing_is_named_in_one_message(monkeypatch: pytest.MonkeyPa
     assert "apt-get install -y bubblewrap nftables iproute2" in message
 
 
+def test_the_install_hint_only_when_a_tool_is_missing() -> None:
+    assert Requirements(("root (euid 0)",)).message() == "linux runtime unavailable: missing root (euid 0)"
+    assert "apt-get" in Requirements(("iproute2 (ip)",)).message()
+
+
 def test_require_raises_with_the_message(monkeypatch: pytest.MonkeyPatch) -> None:
     report = Requirements(("bubblewrap (bwrap)",))
     monkeypatch.setattr(requirements, "check_requirements", lambda: report)

@@ -34,10 +34,10 @@ $(OSS_STAMP):
 
 install: $(STAMP) $(NEMO_STAMP) $(OSS_STAMP)
 
-# The linux runtime's tools (and curl for its egress tests): installed with apt-get when one is missing and
+# The linux runtime's tools (and curl and procps for its tests): installed with apt-get when one is missing and
 # we are root on a Debian-like machine; otherwise nothing happens and those tests skip, saying why.
-LINUX_TOOLS := bwrap nft ip curl
-LINUX_PACKAGES := bubblewrap nftables iproute2 curl
+LINUX_TOOLS := bwrap nft ip curl ps
+LINUX_PACKAGES := bubblewrap nftables iproute2 curl procps
 linux-deps:
 	@missing=""; for tool in $(LINUX_TOOLS); do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \

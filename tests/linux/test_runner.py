@@ -68,9 +68,8 @@ def test_async_stream(sandbox: LinuxSandbox) -> None:
 
 
 def test_opensandbox_execution_takes_it_unchanged(sandbox: LinuxSandbox) -> None:
-    from mockserver.opensandbox.records import CommandRecord
-
     from mockserver.opensandbox.commands import Execution
+    from mockserver.opensandbox.model.records import CommandRecord
 
     async def main() -> list[dict[str, object]]:
         record = CommandRecord("c1", "for i in 1 2; do echo $((i*21)); done", False, 0.0)

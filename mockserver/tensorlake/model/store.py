@@ -13,15 +13,20 @@ keys under one lock, finds sandboxes by id or name, and applies what the virtual
 * A terminated sandbox moves to the archive (the newest 1000) and its name is free again.
 
 The operations that change the state live in :class:`~.state.TensorLakeModel`.
+
+Two hooks let the mock keep an execution runtime in step without the rules knowing it: ``filesystems``
+makes each sandbox's filesystem (in memory by default; the linux runtime's are the real sandbox's files),
+and ``on_change`` is called, under the lock, whenever a live sandbox's status changes or a PATCH changed it
+(``on_terminate`` when it ends).
 """
 
 from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mockserver.core.clock import VirtualClock
 from mockserver.core.ids import IdFactory
@@ -32,7 +37,7 @@ from .daemon import Daemon
 from .records import Resources, Sandbox, Session, Snapshot
 from .validate import not_found
 
-__all__ = ["ARCHIVE_LIMIT", "LIVE", "CreateOutcome", "SandboxStore", "Timings"]
+__all__ = ["ARCHIVE_LIMIT", "LIVE", "CreateOutcome", "FileSystems", "MemoryFileSystems", "SandboxStore", "Timings"]
 
 ARCHIVE_LIMIT = 1000
 LIVE = frozenset({"pending", "running", "snapshotting", "suspending", "suspended"})
@@ -63,6 +68,33 @@ class CreateOutcome:
     error_details: Any = None
 
 
+class FileSystems(Protocol):
+    """Where sandboxes' files live: a fresh filesystem for a new sandbox, or one restored from a dump."""
+
+    def new(self, ident: str) -> FileSystem | Callable[[], FileSystem]:
+        """Return the filesystem of a new sandbox (or a callable building it on first use)."""
+        ...
+
+    def restore(self, ident: str, dump: Mapping[str, Any]) -> FileSystem:
+        """Return the filesystem of a sandbox restored from ``dump`` (``FileSystem.dump()`` output)."""
+        ...
+
+
+class MemoryFileSystems:
+    """In-memory filesystems (the emulator's), timestamped by the mock's clock."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+
+    def new(self, ident: str) -> FileSystem | Callable[[], FileSystem]:
+        """Return a builder of a fresh filesystem whose hostname is the sandbox id."""
+        return lambda: FileSystem(now=self.clock.now, hostname=ident)
+
+    def restore(self, ident: str, dump: Mapping[str, Any]) -> FileSystem:
+        """Return the filesystem ``dump`` describes."""
+        return FileSystem.load(dump, now=self.clock.now)
+
+
 class SandboxStore:
     """Hold every tenant's sandboxes, snapshots, daemons and browser sessions, and the accepted keys; thread-safe."""
 
@@ -72,8 +104,10 @@ class SandboxStore:
         ids: IdFactory,
         resolve: Callable[[str], Iterable[str]],
         keys: KeyRing | None = None,
+        filesystems: FileSystems | None = None,
     ) -> None:
         self.clock = clock
+        self.filesystems: FileSystems = filesystems or MemoryFileSystems(clock)
         self.ids = ids
         self.resolve = resolve
         self.keys = keys or KeyRing()
@@ -87,6 +121,7 @@ class SandboxStore:
         self.outcomes: collections.deque[CreateOutcome] = collections.deque()
         self.daemons: dict[str, Daemon] = {}
         self.on_terminate: Callable[[Sandbox], None] = lambda sandbox: None
+        self.on_change: Callable[[Sandbox], None] = lambda sandbox: None
 
     # -- lookup ----------------------------------------------------------------------------------
 
@@ -95,9 +130,6 @@ class SandboxStore:
             ident = self.ids.token(21)
             if ident not in self.sandboxes and ident not in self.archive and ident not in self.snapshots:
                 return ident
-
-    def _new_fs(self, hostname: str) -> FileSystem:
-        return FileSystem(now=self.clock.now, hostname=hostname)
 
     def find(self, owner: str, namespace: str, ident: str) -> Sandbox:
         """Return the live sandbox with this id or name, settled to now; 404 if there is none."""
@@ -158,8 +190,11 @@ class SandboxStore:
         """Apply the transitions of ``sb`` that are due by now, in order."""
         now = self.clock.now()
         with self.lock:
+            before = sb.status
             while sb.id in self.sandboxes and self._step(sb, now):
                 pass
+            if sb.status != before and sb.id in self.sandboxes:
+                self.on_change(sb)
             if sb.resize is not None and sb.resize.status == "pending" and sb.resize.done_at <= now:
                 sb.resize.status = "succeeded"
                 sb.resources = Resources.from_json(sb.resize.requested.to_json())
@@ -254,7 +289,7 @@ class SandboxStore:
         """Replace the state with :meth:`dump` output; nothing changes if it is malformed."""
 
         def sandbox(d: dict[str, Any]) -> Sandbox:
-            return Sandbox.load(d, FileSystem.load(d["fs"], now=self.clock.now))
+            return Sandbox.load(d, self.filesystems.restore(str(d["id"]), d["fs"]))
 
         try:
             live = [sandbox(d) for d in data.get("sandboxes", [])]

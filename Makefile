@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PIP) install -e '.[dev]'
 	touch $@
 
-# NeMo Gym 0.7.0 declares Python >= 3.13.14; its sandbox layer runs on 3.11 (see docs/nemo-gym.md).
+# NeMo Gym 0.7.0 declares Python >= 3.13.14; its sandbox layer runs on 3.11 (see docs/sources/reference/nemo-gym.md).
 $(NEMO_STAMP): $(STAMP)
 	$(PIP) install --no-deps --ignore-requires-python nemo-gym==0.7.0
 	$(PIP) install PyYAML pydantic omegaconf 'tenacity>=9.1.4' aiohttp

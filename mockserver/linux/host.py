@@ -86,14 +86,14 @@ class LinuxHost:
             with contextlib.suppress(Exception):
                 sandbox.destroy()
 
-    def keys(self) -> list[str]:
+    def held(self) -> list[str]:
         """Return the keys that have a sandbox."""
         with self._lock:
             return list(self._sandboxes)
 
     def clear(self) -> None:
         """Destroy every sandbox (the mock was reset)."""
-        for key in self.keys():
+        for key in self.held():
             self.forget(key)
 
     def close(self) -> None:

@@ -71,9 +71,15 @@ async def _plain(send: Send, status: int, text: str) -> None:
 
 
 def _target(scope: Scope) -> bytes:
-    raw = scope.get("raw_path") or str(scope.get("path", "/")).encode("latin-1")
+    """Return the request target the service sees: the path below the mount this app is served under."""
+    raw = bytes(scope.get("raw_path") or str(scope.get("path", "/")).encode("latin-1"))
+    root = str(scope.get("root_path") or "").encode("latin-1")
+    if root and raw.startswith(root):
+        raw = raw[len(root) :]
+    if not raw.startswith(b"/"):
+        raw = b"/" + raw
     query = bytes(scope.get("query_string") or b"")
-    return bytes(raw) + (b"?" + query if query else b"")
+    return raw + (b"?" + query if query else b"")
 
 
 async def _read_body(receive: Receive) -> bytes | None:

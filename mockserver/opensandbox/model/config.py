@@ -19,7 +19,8 @@ class ServerConfig:
     ``execd_token`` / ``egress_token`` make the endpoints carry and the ports require access headers;
     ``enforcement`` is the egress sidecar's ``dns`` (names only) or ``dns+nft`` (also raw IPs);
     ``snapshot_seconds`` is how long a snapshot stays ``Creating``; ``default_host`` is the host endpoint
-    URLs name when a request carries no ``Host``.
+    URLs name when a request carries no ``Host``; ``user_ports`` says whether ports other than execd's and
+    the sidecar's reach services of the sandbox's own (a runtime with real processes serves them).
     """
 
     access: KeyTable = field(default_factory=KeyTable)
@@ -28,6 +29,7 @@ class ServerConfig:
     enforcement: str = "dns"
     snapshot_seconds: float = 0.0
     default_host: str = DEFAULT_HOST
+    user_ports: bool = False
 
     def __post_init__(self) -> None:
         if self.enforcement not in ENFORCEMENT_MODES:

@@ -12,6 +12,9 @@ With the ``/_mock`` admin API the target is reset and its clock held (manual) fo
 are compared too; without it the run deletes what it created. The seed is ``--hypothesis-seed`` when given,
 else random; a failure prints it with the replay command and the witnesses (see ``docs/harness.md``). With
 ``--sandproof-report=DIR`` each provider's history and verdicts go to ``DIR/concurrency-<provider>.json``.
+Under ``--sandproof-runtime=linux`` on the in-process mock target, every policy change that returned is
+followed by an egress probe from inside the sandbox (:mod:`harness.concurrency.egress_probe`): a connection
+to a destination the new policy denies that still succeeds fails the run.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pytest
 from hypothesis import settings
 
 from harness.concurrency.runner import PROVIDERS, run_provider
+from harness.concurrency.workload import EgressProbe
 from harness.plugin import sandproof_state
 from harness.targets import Target
 
@@ -59,6 +63,11 @@ def test_concurrent_histories_are_linearizable(
     state = sandproof_state(request.config)
     dump = state.report_dir / f"concurrency-{provider}.json" if state.report_dir is not None else None
     seed = _seed()
+    probe: EgressProbe | None = None
+    if state.runtime == "linux" and sandproof_target.kind == "mock" and not state.container:
+        from harness.concurrency.egress_probe import LinuxEgressProbe
+
+        probe = LinuxEgressProbe({provider: state.mocks().core(provider)})
     try:
         result = run_provider(
             provider,
@@ -68,6 +77,7 @@ def test_concurrent_histories_are_linearizable(
             clients=clients,
             operations=clients * operations_per_client(),
             seed=seed,
+            probe=probe,
             history_file=dump,
         )
     finally:
@@ -84,5 +94,9 @@ def test_concurrent_histories_are_linearizable(
         f"--sandproof-concurrency={clients} --hypothesis-seed={seed}"
     )
     print(result.summary())
+    if probe is not None:
+        counts = f"{getattr(probe, 'probes', 0)} probes, {getattr(probe, 'conclusive', 0)} conclusive"
+        print(f"egress probes: {counts}, {len(result.probe_findings)} found a denied destination reachable")
+        request.node.user_properties.append(("egress_probes", counts))
     assert result.histories > 0, f"the workload checked no sandbox history: {result.summary()}"
     assert result.passed, f"{result.report()}\n\nreplay (the thread interleaving will differ): {replay}"

@@ -141,6 +141,10 @@ class LinuxSandboxes:
             elif sandbox is not None:
                 self._follow(found, sandbox)
 
+    def applied_policy(self, key: str) -> tuple[bool, object]:
+        """Return whether the real sandbox of ``key`` enforces a policy yet, and which (the record's object)."""
+        return (key in self._applied, self._applied.get(key))
+
     def oom(self, record: SandboxRecord) -> None:
         """The container was OOM-killed: the record turns Failed with the runtime's OOM status; destroy it."""
         with contextlib.suppress(Exception):

@@ -120,6 +120,11 @@ class LinuxSandboxes:
             sandbox.cgroup.set_memory(memory)
         self._applied[record.id] = (record.network, memory)
 
+    def applied_policy(self, ident: str) -> tuple[bool, NetworkConfig | None]:
+        """Return whether the real sandbox of ``ident`` enforces a policy yet, and which (the record's object)."""
+        applied = self._applied.get(ident)
+        return (False, None) if applied is None else (True, applied[0])
+
     def forget(self, ident: str) -> None:
         """Destroy the real sandbox of a record that ended."""
         with self._lock:

@@ -358,12 +358,26 @@ class LinuxSandbox:
                 self.frozen_by = "signals"
             self.state = "frozen"
 
-    def _stop_all(self, timeout: float = 2.0) -> None:
-        """SIGSTOP every process until a scan finds them all stopped (children forked meanwhile included)."""
+    def _stop_all(self, timeout: float = 10.0) -> None:
+        """SIGSTOP every process until two scans in a row find the same processes, all of them stopped.
+
+        One scan is not enough: it lists the processes first and reads their states after, so a child forked
+        by a process between the listing and that process's stop is missed, and it runs on. Once every
+        listed process is seen stopped nothing can fork any more, so a second listing that shows no process
+        the first one did not is complete.
+        """
         deadline = time.monotonic() + timeout
+        stopped: set[int] | None = None
         while True:
-            running = [pid for pid in self.host_pids() if _task_state(pid) not in ("T", "t", "Z", "X", None)]
-            if not running or time.monotonic() > deadline:
+            pids = self.host_pids()
+            running = [pid for pid in pids if _task_state(pid) not in ("T", "t", "Z", "X", None)]
+            if not running:
+                if stopped is not None and set(pids) <= stopped:
+                    return
+                stopped = set(pids)
+                continue
+            stopped = None
+            if time.monotonic() > deadline:
                 return
             for pid in running:
                 with contextlib.suppress(ProcessLookupError):

@@ -163,7 +163,10 @@ def test_freeze_by_signals_when_there_is_no_freezer(sandbox: LinuxSandbox, monke
     sandbox.freeze()
     assert sandbox.frozen_by == "signals"
     states = {pid: _task_state(pid) for pid in sandbox.host_pids()}
-    assert states and set(states.values()) <= {"T", "Z", None}, states
+    assert states and set(states.values()) <= {"T", "t", "Z", "X", None}, states
+    before = len(proc.output())
+    time.sleep(0.05)
+    assert len(proc.output()) == before  # nothing runs: the loop printed nothing more
     sandbox.thaw()
     assert proc.kill()
 

@@ -10,7 +10,8 @@ reports as execd does:
   ``execution_complete`` (exit 0) or ``error`` with ``evalue`` the exit code and the traceback Go's
   ``exec`` gives (``exit status N``; ``-1`` and ``signal: killed`` / ``signal: terminated`` for a signal).
   ``timeout`` (ms, real time) kills the process group; ``DELETE /command?id=`` sends it SIGTERM.
-  Background commands write to the command's combined log only.
+  Background commands write to the command's combined log only (stderr folded into stdout, so the log
+  keeps the order the two were written in).
 * ``POST /session/{id}/run``: as execd's bash sessions do, each run is a fresh ``bash --noprofile
   --norc`` given the session's exported variables and working directory, with stderr folded into stdout,
   that dumps its variables and directory at the end; both persist to the next run. Its output is sent one
@@ -304,6 +305,8 @@ class LinuxCommandRuntime(CommandRuntime):
         """Record the command and start it (a foreground one streams its events)."""
         record = new_command(sb, self.ids, self.clock, run)
         argv = list(run.argv) if run.argv else [shell(), "-c", run.command]
+        if run.background:  # one combined log, in the order written (execd points both at one file)
+            argv = [shell(), "-c", 'exec "$@" 2>&1', shell(), *argv]
         timeout = run.timeout_ms / 1000.0 if run.timeout_ms and run.timeout_ms > 0 else None
 
         async def launch() -> LinuxProcess:

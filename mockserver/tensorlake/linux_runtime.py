@@ -38,8 +38,6 @@ from .processes import RecordedRuntime, Terminal
 __all__ = ["LinuxProcessRuntime", "LinuxTerminal"]
 
 _Key = tuple[str, int]
-#: Signals whose default action ends a process: after one of them ``stop`` waits for the end.
-_ENDING = frozenset({signals.SIGKILL, signals.SIGTERM, signals.SIGINT, signals.SIGHUP, signals.SIGQUIT})
 STOP_WAIT = 5.0
 _SPAWN_CODES = {"permission_denied": 126}
 
@@ -162,11 +160,11 @@ class LinuxProcessRuntime(RecordedRuntime):
         with contextlib.suppress(SandboxStateError):
             running.process.signal(signal)
 
-    async def stop(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
-        """Send ``signal``; when it ends processes by default, wait up to :data:`STOP_WAIT` s for the end."""
-        self.kill(daemon, proc, signal)
+    async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
+        """SIGKILL the process group and wait up to :data:`STOP_WAIT` s for the record to show the end."""
+        self.kill(daemon, proc, signals.SIGKILL)
         running = self._running.get((daemon.sandbox_id, proc.pid))
-        if signal not in _ENDING or running is None or running.task is None:
+        if running is None or running.task is None:
             return
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(running.task), STOP_WAIT)

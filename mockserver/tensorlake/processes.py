@@ -57,8 +57,8 @@ class ProcessRuntime(Protocol):
     def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
         """End a running process with ``signal`` (a no-op once it ended); the record may end a moment later."""
 
-    async def stop(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
-        """Send ``signal`` and, for a signal that ends processes by default, wait (briefly) for the end."""
+    async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
+        """Kill the process (SIGKILL to its group) and wait, briefly, until its record shows the end."""
 
     async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
         """Feed ``data`` to a process's stdin pipe."""
@@ -183,9 +183,9 @@ class EmulatorRuntime(RecordedRuntime):
         if task is not None:
             task.cancel()
 
-    async def stop(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
-        """End the process at once, whatever the signal."""
-        self.kill(daemon, proc, signal)
+    async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
+        """End the process at once."""
+        self.kill(daemon, proc)
 
     async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
         """Accept stdin and drop it: an emulated command reads no stdin."""

@@ -148,7 +148,7 @@ class ManagementApi:
         daemon, proc = self.find(request)
         number = rules.signal_number(await read_json(request))
         running = proc.running
-        await self.runtime.stop(daemon, proc, number)
+        self.runtime.kill(daemon, proc, number)
         return JSONResponse(rules.signal_body(running))
 
     async def stdin(self, request: Request) -> Response:

@@ -103,7 +103,7 @@ def build_mocks(
     if runtime not in ("emulator", "linux"):
         raise ServeError(f"--runtime must be emulator or linux, got {runtime!r}")
     if runtime == "linux":
-        from mockserver.linux import check_requirements
+        from mockserver.linux.requirements import check_requirements
 
         report = check_requirements()
         if not report.ok:

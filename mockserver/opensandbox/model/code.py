@@ -80,7 +80,8 @@ def parse_run(body: Any) -> CodeRun:
     code = body.get("code")
     if not isinstance(code, str) or not code:
         raise invalid("invalid request, validation error Key: 'RunCodeRequest.Code' Error:Field validation failed")
-    context = body.get("context") or {}
+    context = body.get("context")
+    context = {} if context is None else context
     if not isinstance(context, dict):
         raise invalid("error parsing request, MAYBE invalid body format. context must be an object")
     ident, language = context.get("id"), context.get("language")

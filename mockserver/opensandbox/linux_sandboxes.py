@@ -18,6 +18,10 @@ everything and this module follows it.
 * **OOM**: a process the memory cgroup's OOM killer ends takes the container with it, as on Docker: the
   record turns ``Failed`` with the runtime's OOM status (:meth:`oom`) and the sandbox is destroyed.
 * **Ports**: any port but execd's and the sidecar's relays to the sandbox's own service.
+
+Known deviations: ``image`` and ``entrypoint`` choose nothing (the sandbox is the host's system folders,
+read-only, and no entrypoint runs); ``resourceLimits.cpu`` is reported by ``/metrics`` but not enforced; a
+snapshot keeps the writable files only (a sandbox created from it starts with them and no process).
 """
 
 from __future__ import annotations

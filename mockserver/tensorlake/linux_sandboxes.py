@@ -14,6 +14,11 @@ everything; this module makes the real sandbox behind a record and follows the r
   again thaws it, a PATCH of ``network`` replaces its nft table in one transaction before the PATCH
   answers, a resize sets the new memory limit; terminating destroys it (:meth:`forget`).
 * **Ports**: a user port's app relays to the port inside the sandbox (:func:`mockserver.linux.ingress.port_proxy`).
+
+Known deviations: a suspended sandbox's processes are frozen in place (cgroup freezer, else SIGSTOP), not
+checkpointed, and its memory stays in use; a checkpoint (snapshot) keeps the writable files only, so a
+sandbox restored from it (or copied) starts with those files and no process running; ``cpus``, ``disk_mb``
+and GPUs are recorded, not enforced.
 """
 
 from __future__ import annotations

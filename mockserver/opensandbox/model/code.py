@@ -12,9 +12,11 @@ Served only by a runtime with real processes (``runtime="linux"``): ``python`` (
 the sandbox) and ``bash`` (a shell whose variables and directory persist between runs); other languages
 fail to create as execd does without their kernel (500 ``RUNTIME_ERROR`` "kernel not found").
 
-Known deviations: there is no Jupyter; a cell's value is reported as its ``repr`` only (``text``); display
-data and rich outputs are not produced; one cell runs at a time per context (another one is refused 500
-"session is busy", as execd does).
+Known deviations: there is no Jupyter, so the code-interpreter SDK's strict health check (a TCP connect to
+the kernel gateway's port 44771 inside the sandbox) fails: create the interpreter with
+``skip_health_check=True``; a cell's value is reported as its ``repr`` only (``text``); display data and
+rich outputs are not produced; one cell runs at a time per context (another one is refused 500 "session is
+busy", as execd does).
 """
 
 from __future__ import annotations

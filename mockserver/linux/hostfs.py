@@ -101,9 +101,16 @@ class HostFileSystem(FileSystem):
     take it as it is; nothing of the in-memory tree is used.
     """
 
-    def __init__(self, sandbox: Callable[[], LinuxSandbox], *, user: str = "root") -> None:
+    def __init__(
+        self,
+        sandbox: Callable[[], LinuxSandbox],
+        *,
+        user: str = "root",
+        unmade: Callable[[], Mapping[str, Any] | None] | None = None,
+    ) -> None:
         super().__init__(user=user, empty=True, quota=None)
         self._sandbox_of = sandbox
+        self._unmade = unmade
         self._host_lock = threading.RLock()
 
     # -- the sandbox -------------------------------------------------------------------------------
@@ -420,7 +427,14 @@ class HostFileSystem(FileSystem):
     # -- snapshots ---------------------------------------------------------------------------------
 
     def dump(self) -> dict[str, Any]:
-        """Return the writable files as an emulator ``FileSystem`` snapshot (see the module's limits)."""
+        """Return the writable files as an emulator ``FileSystem`` snapshot (see the module's limits).
+
+        With ``unmade`` (it returns what the files will be while the sandbox is not made yet, else None), a
+        sandbox that was never used is not made just to be dumped.
+        """
+        pending = self._unmade() if self._unmade is not None else None
+        if pending is not None:
+            return dict(pending)
         entries: list[dict[str, Any]] = []
         budget = DUMP_LIMIT
         for info in self.walk("/"):

@@ -116,7 +116,14 @@ class LinuxSandboxes:
             restored = any(not e.is_dir and not e.path.startswith("/etc/") for e in record.fs.walk("/"))
             if record.spec.snapshot_id or restored:
                 self._restore[record.id] = record.fs.dump()
-            record.fs = HostFileSystem(lambda: self.ensure(record), user="root")
+            record.fs = HostFileSystem(lambda: self.ensure(record), user="root", unmade=lambda: self._unmade(record))
+
+    def _unmade(self, record: SandboxRecord) -> Mapping[str, Any] | None:
+        """Return what a sandbox's files will be while it is not made (None once it is)."""
+        if self.host.get(record.id) is not None:
+            return None
+        with self._lock:
+            return self._restore.get(record.id, {"version": 1, "user": "root", "entries": []})
 
     # -- keeping in step ---------------------------------------------------------------------------
 

@@ -42,6 +42,8 @@ __all__ = ["LinuxSandboxes"]
 
 #: Statuses in which the sandbox's processes are stopped.
 FROZEN = frozenset({"suspended"})
+#: The files of a sandbox nothing has used yet (the writable folders are made with it).
+EMPTY_DUMP: Mapping[str, Any] = {"version": 1, "user": "root", "entries": []}
 
 
 class LinuxSandboxes:
@@ -59,13 +61,21 @@ class LinuxSandboxes:
 
     def new(self, ident: str) -> FileSystem:
         """Return the files of a new sandbox (its real sandbox is made on first use)."""
-        return HostFileSystem(lambda: self.ensure(ident))
+        return HostFileSystem(lambda: self.ensure(ident), unmade=lambda: self._unmade(ident))
 
     def restore(self, ident: str, dump: Mapping[str, Any]) -> FileSystem:
         """Return the files of a sandbox restored from ``dump``: written in when its sandbox is made."""
         with self._lock:
             self._restore[ident] = dump
-        return HostFileSystem(lambda: self.ensure(ident))
+        return HostFileSystem(lambda: self.ensure(ident), unmade=lambda: self._unmade(ident))
+
+    def _unmade(self, ident: str) -> Mapping[str, Any] | None:
+        """Return what a sandbox's files will be while it is not made (None once it is)."""
+        if self.host.get(ident) is not None:
+            return None
+        with self._lock:
+            pending: Mapping[str, Any] = self._restore.get(ident, EMPTY_DUMP)
+        return pending
 
     # -- making ------------------------------------------------------------------------------------
 

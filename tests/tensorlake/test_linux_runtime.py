@@ -200,3 +200,21 @@ def test_escapes_through_the_apis_are_refused(tl: dict[str, Any], server_url: st
     assert reach.exit_code != 0  # the host's loopback is not the sandbox's
     processes = sandbox.run("ps", ["-e", "-o", "comm="]).stdout.split()
     assert set(processes) <= {"python3", "ps"} and len(processes) <= 3, processes  # its init and ps: nothing else
+
+
+def test_dumping_the_state_makes_no_sandbox_and_a_restore_brings_the_files(
+    mock: TensorLakeMock, tl: dict[str, Any]
+) -> None:
+    untouched = Sandbox.create(**tl)
+    used = Sandbox.create(**tl)
+    used.write_file("/workspace/kept.txt", b"kept")
+    linux = mock.linux
+    assert linux is not None
+    state = mock.dump_state()
+    assert linux.host.get(untouched.sandbox_id) is None  # the dump did not make it
+    dumped = {s["id"]: s["fs"] for s in state["sandboxes"]}
+    assert any(e["path"] == "/workspace/kept.txt" for e in dumped[used.sandbox_id]["entries"])
+    snapshot = used.checkpoint()
+    assert snapshot is not None
+    restored = Sandbox.create(**tl, snapshot_id=snapshot.snapshot_id)
+    assert restored.run("cat", ["/workspace/kept.txt"]).stdout == "kept"

@@ -135,7 +135,7 @@ class OpenSandboxMock(HttpMock):
         }
         user_port = None
         if linux is not None:
-            services = {port: linux.prepared(app) for port, app in services.items()}
+            services[EXECD_PORT] = linux.prepared(services[EXECD_PORT])  # the sidecar needs no real sandbox
             user_port = linux.port_app
         ports = PortContext(self.state, self.config, services, user_port)
         self.proxy_app = PortDispatcher(ports, via_proxy=True)

@@ -164,8 +164,9 @@ def test_freeze_by_signals_when_there_is_no_freezer(sandbox: LinuxSandbox, monke
     assert sandbox.frozen_by == "signals"
     states = {pid: _task_state(pid) for pid in sandbox.host_pids()}
     assert states and set(states.values()) <= {"T", "t", "Z", "X", None}, states
+    time.sleep(0.05)  # output relayed before the freeze may still be arriving
     before = len(proc.output())
-    time.sleep(0.05)
+    time.sleep(0.1)
     assert len(proc.output()) == before  # nothing runs: the loop printed nothing more
     sandbox.thaw()
     assert proc.kill()

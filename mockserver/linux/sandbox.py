@@ -74,6 +74,25 @@ def _task_state(pid: int) -> str | None:
         return None
 
 
+def _cannot_run(pid: int) -> bool:
+    """Tell whether host process ``pid`` cannot run: stopped, dead, or waiting for a ``vfork`` child.
+
+    A shell that ``vfork``s (dash does) waits uninterruptibly ("D", in ``kernel_clone``) until its child
+    execs or exits; with the child stopped it cannot run either, and the SIGSTOP it was sent stops it the
+    moment the child lets it go.
+    """
+    state = _task_state(pid)
+    if state in ("T", "t", "Z", "X", None):
+        return True
+    if state != "D":
+        return False
+    try:
+        with open(f"/proc/{pid}/wchan") as handle:
+            return handle.read().strip() in ("kernel_clone", "wait_for_vfork_done", "_do_fork", "do_fork")
+    except OSError:
+        return False
+
+
 class LinuxSandbox:
     """A sandbox: bubblewrap namespaces around an init we talk to over a socket."""
 
@@ -363,18 +382,21 @@ class LinuxSandbox:
 
         One scan is not enough: it lists the processes first and reads their states after, so a child forked
         by a process between the listing and that process's stop is missed, and it runs on. Once every
-        listed process is seen stopped nothing can fork any more, so a second listing that shows no process
-        the first one did not is complete.
+        listed process is seen stopped nothing can fork any more, so a later listing that shows no process
+        the first one did not is complete. The later listing waits a few milliseconds: a task being forked
+        is in ``/proc`` before its namespace links can be read, so a listing made at once can miss it too.
+        A parent waiting for a stopped ``vfork`` child counts as stopped (see :func:`_cannot_run`).
         """
         deadline = time.monotonic() + timeout
         stopped: set[int] | None = None
         while True:
             pids = self.host_pids()
-            running = [pid for pid in pids if _task_state(pid) not in ("T", "t", "Z", "X", None)]
+            running = [pid for pid in pids if not _cannot_run(pid)]
             if not running:
                 if stopped is not None and set(pids) <= stopped:
                     return
                 stopped = set(pids)
+                time.sleep(0.005)
                 continue
             stopped = None
             if time.monotonic() > deadline:

@@ -33,10 +33,13 @@ CONTRACT_MODULES = (
     "harness.policy.opensandbox",
     "harness.policy.sandbox_network",
     "harness.machines.tensorlake.driver",
+    "harness.machines.tensorlake.answers",
+    "harness.machines.tensorlake.ingress",
     "harness.machines.tensorlake.steps",
     "harness.machines.tensorlake.machine",
     "harness.machines.opensandbox.driver",
     "harness.machines.opensandbox.lifecycle_rules",
+    "harness.machines.opensandbox.execd_rules",
     "harness.machines.opensandbox.machine",
     "harness.concurrency.runner",
 )

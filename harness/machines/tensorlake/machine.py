@@ -13,27 +13,38 @@ update (``network`` absent / ``null`` / object, ``name``, ``auto_resume``, ``exp
 PATCH), suspend and resume, delete, egress probes run inside a sandbox through ``/api/v1/processes/run``
 (``getent hosts NAME`` and ``curl -s URL`` to the policy's own entries, their subdomains and apexes, and
 unrelated hosts; :mod:`contracts.tensorlake` decides the outcome), ingress requests to the management port and
-to exposed and unexposed user ports with and without credentials, and, only with the ``/_mock`` admin API,
-injected 503s on mutations, clock advances (timeouts) and transition timings.
+to exposed and unexposed user ports with and without credentials (HTTP and, with the admin API, WebSocket), a
+PATCH while a WebSocket into the sandbox is open, and, only with the ``/_mock`` admin API, injected 503s on
+mutations, clock advances (timeouts) and transition timings.
 
 Modes. With the admin API (``strict``) every example starts from a reset target whose clock is manual and
-mirrored by the oracle's, with a known DNS table: whole bodies, error codes and probe exit codes must match.
+mirrored by the oracle's, with a known DNS table: whole bodies, error codes and probe exit codes are compared
+too (as choices, see below).
 Without it (a real deployment, ``tensorlake-cloud``) the machine prefixes names with a per-example label,
 waits for transitions to settle, compares the core fields (status, name, policy, ports, flags), checks only
 what the policy decides for certain (a denied probe must fail) and deletes what it created.
 
-Invariants: every SandboxInfo shows a complete policy that some accepted create or PATCH set for that sandbox;
-a rejected request changes nothing (GET before and after); GET answers 404 after a delete; the listing
-matches the model. A failure raises :class:`ContractViolation`; Hypothesis shrinks it to a minimal program
+Invariants: every SandboxInfo shows a complete policy that decides like one an accepted create or PATCH set for
+that sandbox; a rejected request changes nothing (GET before and after); GET answers 404 after a delete; the
+listing matches the model.
+
+Strength. Every check is a tagged contract (:mod:`harness.strength`, suite ``tensorlake-api``; the modules'
+``CONTRACTS``): behaviour (accepted or refused, status, the policy by what it decides, ports, flags, what the
+proxy forwards) is ``spec`` or ``observed``; representation (the exact status among equivalent ones, error
+codes, the stored policy form, the rest of the body) is ``choice``. A check that fails the run raises
+:class:`ContractViolation` naming the rule, with the contract attached; a differing choice is recorded in the
+test's ledger and the machine goes on. Hypothesis shrinks a failure to a minimal program
 and prints it (the costly ``explain`` phase is skipped), and :func:`run_machine` adds the seed and the
 command line that replays it. :func:`check_mock` runs the machine against an in-process mock object, and
-:func:`kills_mutant` is the runner :func:`harness.reporting.mutation.mutation_score` takes for wrong mocks.
+:func:`kills_mutant` is the judge :mod:`harness.reporting.mutation` takes for wrong mocks (what killed one, by
+contract and strength).
 
 Layout: :mod:`harness.machines.tensorlake.compare` (predictions, normalisation, diffs),
 :mod:`harness.machines.tensorlake.requests` (request strategies), :mod:`harness.machines.tensorlake.probes` (probe
 destinations and predictions, SSE, resolvers), :mod:`harness.machines.tensorlake.oracle` (the oracle),
-:mod:`harness.machines.tensorlake.driver` (rule groups, config, HTTP plumbing), :mod:`harness.machines.tensorlake.steps`
-(the steps rules share) and :mod:`harness.machines.tensorlake.run` (clients, settings, seeded runs, mock and mutant
+:mod:`harness.machines.tensorlake.driver` (rule groups, config, HTTP plumbing), :mod:`harness.machines.tensorlake.answers`
+(the answer checks), :mod:`harness.machines.tensorlake.ingress` and :mod:`harness.machines.tensorlake.steps` (the steps
+rules share) and :mod:`harness.machines.tensorlake.run` (clients, settings, seeded runs, mock and mutant
 runs); this module holds the rules and :func:`make_machine`, and re-exports the public names.
 """
 
@@ -47,13 +58,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, invariant, multiple, precondition, rule
 
 from harness.machines.common import add_contract, hold
+from harness.machines.tensorlake.answers import NOT_FOUND
 from harness.machines.tensorlake.compare import ANY as _ANY
 from harness.machines.tensorlake.compare import ContractViolation, Expected, Json, normalise_info
 from harness.machines.tensorlake.driver import (
     ADMIN_API,
     ADMIN_OPERATIONS,
     DEFAULT_KEY,
-    NOT_FOUND,
     OPERATIONS,
     SUITE,
     HttpFactory,

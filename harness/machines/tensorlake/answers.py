@@ -227,10 +227,11 @@ class AnswerChecks(MachineBase):
     ) -> Any:
         """Check the answer's status, then (with the admin API) its exact status and code; return its JSON or None.
 
-        Acceptance versus refusal is behaviour: a target refusing what the model accepts breaches ``contract``
-        (the refusal's own when the target names a reason of :data:`REFUSALS`, else the operation's, or ``stricter`` when the request is written in a spelling only sandproof's choices
-        accept), one accepting what the model refuses breaches the refusal's contract (``refusal``, or
-        :func:`refusal_contract` of the model's code). Statuses in ``loose``, 400 and 422, and a terminated
+        Acceptance versus refusal is behaviour. A target refusing what the model accepts breaches the contract of
+        the reason it names when :data:`REFUSALS` knows it, else ``stricter`` (given when the request is written
+        in a spelling only sandproof's choices accept), else ``contract`` (the operation's). A target accepting
+        what the model refuses breaches the refusal's contract (``refusal``, or :func:`refusal_contract` of the
+        model's code). Statuses in ``loose``, 400 and 422, and a terminated
         SandboxInfo for a 404 mean the same; with the admin API the exact one is a choice. A decision that differs
         only from sandproof's choice sets ``book.diverged``: the caller retires the sandbox.
         """

@@ -10,7 +10,8 @@ create, GET, list, delete, and the egress sidecar's GET, PATCH (merge) and DELET
 Budget from the Hypothesis profile: ``max(50, 1.5 * max_examples)`` operations per client (``ci``: 90).
 With the ``/_mock`` admin API the target is reset and its clock held (manual) for the run, and error codes
 are compared too; without it the run deletes what it created. The seed is ``--hypothesis-seed`` when given,
-else random; a failure prints it with the replay command and the witnesses (see ``docs/harness.md``). With
+else random; a failure prints it with the replay command and the witnesses (see ``docs/harness.md``). The outcome
+is recorded under the provider's tagged contract (:data:`harness.concurrency.runner.CONTRACTS`, ``spec``). With
 ``--sandproof-report=DIR`` each provider's history and verdicts go to ``DIR/concurrency-<provider>.json``.
 """
 
@@ -21,8 +22,9 @@ import secrets
 import pytest
 from hypothesis import settings
 
-from harness.concurrency.runner import PROVIDERS, run_provider
+from harness.concurrency.runner import CONTRACTS, PROVIDERS, run_provider
 from harness.plugin import sandproof_state
+from harness.strength import record
 from harness.targets import Target
 
 MIN_PER_CLIENT = 50
@@ -84,5 +86,7 @@ def test_concurrent_histories_are_linearizable(
         f"--sandproof-concurrency={clients} --hypothesis-seed={seed}"
     )
     print(result.summary())
+    witnesses = "\n\n".join(result.witnesses[:1] + result.probe_findings[:1]) or None
+    record(CONTRACTS[provider], result.passed, witnesses, result.summary())
     assert result.histories > 0, f"the workload checked no sandbox history: {result.summary()}"
     assert result.passed, f"{result.report()}\n\nreplay (the thread interleaving will differ): {replay}"

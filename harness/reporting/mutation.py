@@ -3,7 +3,7 @@
 A :class:`Family` is a set of mutants (wrong policy engines, wrong mocks, ...) and a ``judge`` that runs the
 contracts on one mutant and says what killed it: a :class:`Kill` names the failing check and its strength
 (:mod:`harness.strength`). A mutant is killed when a check that fails a default run (``spec``, ``observed``, or
-an untagged API machine) fails on it; a mutant that differs only where the sources are silent is a *choice
+an untagged one) fails on it; a mutant that differs only where the sources are silent is a *choice
 mutant* (its ``choice`` attribute says why) and must be caught by a ``choice`` check, which fails only a
 strict run. :func:`run_families` judges every mutant, :func:`render` writes the markdown report with the score
 per strength and :func:`main` is the command line a catalogue of mutants runs (sandproof's own catalogue:
@@ -43,7 +43,8 @@ __all__ = [
 ]
 
 MutantFactory = Callable[[], object]
-Runner = Callable[[str, MutantFactory], bool]
+#: A judge of one mutant: anything truthy (a :class:`Kill`, True) when it killed it.
+Runner = Callable[[str, MutantFactory], object]
 
 #: ``"<suite>:<name>"`` → factory of every registered mutant.
 MUTANTS: dict[str, MutantFactory] = {}
@@ -81,7 +82,7 @@ def mutation_score(run: Runner, mutants: Mapping[str, MutantFactory] | None = No
 
 # --- families and the report ----------------------------------------------------------------------------
 
-#: The strength of what killed a mutant: a tagged check's strength, or ``untagged`` (an API machine run).
+#: The strength of what killed a mutant: a tagged check's strength, or ``untagged`` (a check without a tag).
 KillStrength = Literal["spec", "observed", "choice", "untagged"]
 _KILL_ORDER: tuple[KillStrength, ...] = ("spec", "observed", "untagged", "choice")
 
@@ -215,9 +216,8 @@ def render(outcomes: Sequence[Outcome]) -> str:
     lines = [
         "# Mutation score",
         "",
-        "Killed by the default run: a `spec`, `observed` or (API machines, not tagged yet) `untagged` contract "
-        "failed. A choice mutant differs only where the sources are silent: only a `choice` check, which fails "
-        "a `--strict` run, can catch it.",
+        "Killed by the default run: a `spec`, `observed` or `untagged` contract failed. A choice mutant differs "
+        "only where the sources are silent: only a `choice` check, which fails a `--strict` run, can catch it.",
         "",
         "| family | spec | observed | untagged | choice mutants (strict) | survived | total |",
         "|---|---|---|---|---|---|---|",

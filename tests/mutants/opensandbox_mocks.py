@@ -2,12 +2,15 @@
 
 Every mutant is the real :class:`OpenSandboxMock` with one plausible defect, planted by swapping the class of
 its state model, overriding one hook, or wrapping its ASGI app. ``killed_by`` names the machine rules (or
-``invariant``) whose check is expected to report it; ``operation`` is the machine's rule group aimed at it.
+``invariant``) whose check is expected to report it; ``operation`` is the machine's rule group aimed at it and
+``contract`` the tagged contract expected to kill it. A mutant that differs only where the sources are silent says
+why in ``choice``: only a choice contract (failing ``--strict`` runs) can kill it.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,7 +30,7 @@ from mockserver.opensandbox.model.records import SandboxRecord, paginate
 from mockserver.opensandbox.model.state import OpenSandboxState
 from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
 from mockserver.opensandbox.routes.render import sandbox_of
-from mockserver.sandbox.steps import Exit, Step
+from mockserver.sandbox.steps import Exit, Output, Step
 
 Json = dict[str, Any]
 _ALL = 10**9
@@ -314,6 +317,86 @@ class NoRequestIdOnErrors(MutantMock):
         return ResponseRewrite(app, lambda method, path: path.startswith("/v1/"), headers=strip)
 
 
+class _DataPrefixedFrames:
+    """Add ``data: `` before every frame of execd's command streams (a proxy 'normalising' SSE)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/command"):
+            await self.app(scope, receive, send)
+            return
+        streaming = False
+
+        async def prefix(message: Message) -> None:
+            nonlocal streaming
+            if message["type"] == "http.response.start":
+                streaming = any(k.lower() == b"content-type" and b"event-stream" in v for k, v in message["headers"])
+            elif message["type"] == "http.response.body" and streaming and message.get("body"):
+                frames = message["body"].split(b"\n\n")
+                body = b"\n\n".join(b"data: " + f if f else f for f in frames)
+                message = {**message, "body": body}
+            await send(message)
+
+        await self.app(scope, receive, prefix)
+
+
+class DataPrefixedFrames(MutantMock):
+    """execd's command stream reaches the client as ``data: {...}`` frames instead of bare JSON objects."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Prefix every frame."""
+        return _DataPrefixedFrames(app)
+
+
+class _PtyLookupWrongCode:
+    """Answer ``GET .../44772/pty/{id}`` with 404 ``INVALID_REQUEST_BODY`` (the code of an unknown command)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and scope["method"] == "GET" and "/44772/pty/" in path:
+            session = path.rsplit("/", 1)[-1]
+            body = {"code": "INVALID_REQUEST_BODY", "message": f"pty session {session} not found"}
+            sent = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
+            headers = {"X-Request-ID": sent or uuid.uuid4().hex}
+            await JSONResponse(body, status_code=404, headers=headers)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class PtyLookupWrongCode(MutantMock):
+    """A missing PTY session answers execd's 404 with the wrong code (INVALID_REQUEST_BODY, not CONTEXT_NOT_FOUND)."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Answer PTY lookups with the wrong code."""
+        return _PtyLookupWrongCode(app)
+
+
+class _StdoutOnly:
+    """Run the emulator but drop what it writes to stderr."""
+
+    def __init__(self, inner: Runner) -> None:
+        self.inner = inner
+
+    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
+        """Yield the inner steps without stderr output."""
+        for step in self.inner.run(command, env=env, cwd=cwd):
+            if not (isinstance(step, Output) and step.stream == "stderr"):
+                yield step
+
+
+class LogsStdoutOnly(OpenSandboxMock):
+    """A command's stderr is lost: a background command's logs hold only its stdout."""
+
+    def make_runner(self, sb: SandboxRecord, gate: PolicyGate) -> Runner:
+        """Wrap the emulator's runner so that stderr output is dropped."""
+        return _StdoutOnly(super().make_runner(sb, gate))
+
+
 # --- the catalogue ------------------------------------------------------------------------------------
 
 
@@ -326,6 +409,8 @@ class MockMutant:
     operation: str
     killed_by: frozenset[str]
     build: Callable[[], OpenSandboxMock]
+    contract: str = ""
+    choice: str = ""
 
     def __call__(self) -> OpenSandboxMock:
         """Build a fresh instance of the wrong mock."""
@@ -343,6 +428,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"first_sandbox", "create"}),
         Create200,
+        contract="lifecycle_answer",
     ),
     MockMutant(
         "null-expires-at",
@@ -350,6 +436,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"first_sandbox", "create", "get", "invariant", "list_sandboxes"}),
         NullExpiresAt,
+        contract="sandbox_body",
     ),
     MockMutant(
         "deleted-still-listed",
@@ -357,6 +444,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"invariant", "list_sandboxes"}),
         _state_mutant(_GhostState),
+        contract="listing",
     ),
     MockMutant(
         "list-oldest-first",
@@ -364,6 +452,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"invariant", "list_sandboxes"}),
         _state_mutant(_OldestFirstState),
+        contract="listing",
     ),
     MockMutant(
         "state-filter-case-sensitive",
@@ -371,6 +460,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"list_sandboxes"}),
         _state_mutant(_CaseSensitiveStateFilter),
+        contract="listing",
     ),
     MockMutant(
         "pause-while-paused",
@@ -378,6 +468,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "pause-resume",
         frozenset({"pause"}),
         _state_mutant(_PauseWhilePausedState),
+        contract="lifecycle_answer",
     ),
     MockMutant(
         "renew-ignored",
@@ -385,6 +476,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "renew",
         frozenset({"invariant", "get", "renew"}),
         _state_mutant(_RenewIgnoredState),
+        contract="listing",
     ),
     MockMutant(
         "never-expires",
@@ -392,6 +484,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "expiry",
         frozenset({"invariant", "get", "renew", "list_sandboxes"}),
         _state_mutant(_NeverExpiresState),
+        contract="listing",
     ),
     MockMutant(
         "patch-replaces",
@@ -399,6 +492,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "egress-policy",
         frozenset({"egress_patch", "egress_get", "egress_probe", "egress_delete"}),
         PatchReplaces,
+        contract="egress_policy",
     ),
     MockMutant(
         "create-policy-ignored",
@@ -406,6 +500,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "egress-policy",
         frozenset({"egress_probe"}),
         CreatePolicyIgnored,
+        contract="egress_decision",
     ),
     MockMutant(
         "non-zero-exit-succeeds",
@@ -413,6 +508,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "execd",
         frozenset({"run_command"}),
         ZeroExit,
+        contract="command_result",
     ),
     MockMutant(
         "retry-after-dropped",
@@ -420,6 +516,8 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "faults",
         frozenset({"inject_fault"}),
         RetryAfterDropped,
+        contract="admin_api",
+        choice="fault injection is sandproof's own admin API: whether an injected fault keeps the headers it was given is sandproof's design, not the provider's",
     ),
     MockMutant(
         "no-request-id-on-errors",
@@ -439,6 +537,31 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
             }
         ),
         NoRequestIdOnErrors,
+        contract="request_id",
+    ),
+    MockMutant(
+        "data-prefixed-frames",
+        "execd's SSE frames carry a `data: ` prefix",
+        "execd",
+        frozenset({"run_command", "background_logs"}),
+        DataPrefixedFrames,
+        contract="execd_sse_framing",
+    ),
+    MockMutant(
+        "pty-lookup-wrong-code",
+        "a missing PTY session answers 404 INVALID_REQUEST_BODY instead of CONTEXT_NOT_FOUND",
+        "execd",
+        frozenset({"pty_missing"}),
+        PtyLookupWrongCode,
+        contract="pty_missing_code",
+    ),
+    MockMutant(
+        "logs-stdout-only",
+        "a background command's logs lose its stderr",
+        "execd",
+        frozenset({"background_logs"}),
+        LogsStdoutOnly,
+        contract="background_logs",
     ),
 )
 

@@ -49,7 +49,8 @@ class OpenSandboxMock(HttpMock):
     key, each key its own tenant. ``profile`` is ``"docker"`` (default, synchronous) or ``"kubernetes"``
     (Pending for ``pending_seconds``, visible Pausing/Resuming). ``execd_token`` / ``egress_token`` make the
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
-    or ``dns+nft`` (also raw IPs). ``runner_factory`` replaces the shared command emulator.
+    or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
+    the real server's default). ``runner_factory`` replaces the shared command emulator.
     """
 
     provider = "opensandbox"
@@ -67,6 +68,7 @@ class OpenSandboxMock(HttpMock):
         stop_seconds: float | None = None,
         snapshot_seconds: float = 0.0,
         egress_without_policy: bool = False,
+        allowed_host_paths: tuple[str, ...] = (),
         execd_token: str | None = None,
         egress_token: str | None = None,
         enforcement_mode: str = "dns",
@@ -81,6 +83,7 @@ class OpenSandboxMock(HttpMock):
             egress_token=egress_token,
             enforcement=enforcement_mode,
             snapshot_seconds=snapshot_seconds,
+            allowed_host_paths=tuple(allowed_host_paths),
         )
         self.profile = make_profile(
             profile,

@@ -1,4 +1,4 @@
-"""How one OpenSandbox server is set up: keys, sandbox-port tokens, egress enforcement, snapshot pace, host."""
+"""How one OpenSandbox server is set up: keys, port tokens, egress enforcement, snapshot pace, host, volumes."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ class ServerConfig:
     ``execd_token`` / ``egress_token`` make the endpoints carry and the ports require access headers;
     ``enforcement`` is the egress sidecar's ``dns`` (names only) or ``dns+nft`` (also raw IPs);
     ``snapshot_seconds`` is how long a snapshot stays ``Creating``; ``default_host`` is the host endpoint
-    URLs name when a request carries no ``Host``.
+    URLs name when a request carries no ``Host``; ``allowed_host_paths`` is the server's
+    ``storage.allowed_host_paths``, the prefixes host volumes may mount (empty, as on the real server by
+    default: every host volume is refused).
     """
 
     access: KeyTable = field(default_factory=KeyTable)
@@ -28,6 +30,7 @@ class ServerConfig:
     enforcement: str = "dns"
     snapshot_seconds: float = 0.0
     default_host: str = DEFAULT_HOST
+    allowed_host_paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.enforcement not in ENFORCEMENT_MODES:

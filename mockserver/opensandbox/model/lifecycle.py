@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 from mockserver.core import ApiError
 
+from .config import ServerConfig
 from .errors import TextError
 from .profiles import SERVER_VERSION
 from .query import Query, metadata_filter, page_of, query_last, query_values
@@ -97,9 +98,13 @@ def metrics_event(state: OpenSandboxState, body: Any) -> None:
         state.metrics_events.append(data)
 
 
-def create_sandbox(state: OpenSandboxState, tenant: str, body: Any) -> tuple[SandboxRecord, dict[str, Any]]:
+def create_sandbox(
+    state: OpenSandboxState, tenant: str, body: Any, config: ServerConfig | None = None
+) -> tuple[SandboxRecord, dict[str, Any]]:
     """Create a sandbox (202): return its record and the ``CreateSandboxResponse`` body."""
-    sb = state.create(tenant, parse_create(body, state.profile.name))
+    allowed = config.allowed_host_paths if config is not None else ()
+    spec = parse_create(body, state.profile.name, now=state.clock.now(), allowed_host_paths=allowed)
+    sb = state.create(tenant, spec)
     return sb, sb.create_response()
 
 

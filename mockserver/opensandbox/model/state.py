@@ -25,6 +25,7 @@ from .spec import (
     STATES,
     CreateSpec,
     bad_request,
+    check_timeout,
     iso,
     parse_create,
     validate_labels,
@@ -114,14 +115,7 @@ class OpenSandboxState:
                 if now < snap.ready_at:
                     raise ApiError(409, "SANDBOX::SNAPSHOT_NOT_READY", f"Snapshot {spec.snapshot_id} is not ready.")
                 fs = FileSystem.load(snap.fs, now=self.clock.now)
-            if spec.timeout is not None:
-                try:
-                    iso(now + spec.timeout)
-                except (OverflowError, ValueError, OSError):
-                    raise bad_request(
-                        "SANDBOX::INVALID_PARAMETER",
-                        f"Sandbox timeout {spec.timeout}s is too large to represent safely.",
-                    ) from None
+            check_timeout(spec.timeout, now)
             sb = SandboxRecord(
                 id=sandbox_id,
                 tenant=tenant,

@@ -57,7 +57,7 @@ def lifecycle_routes(ctx: LifecycleContext) -> list[BaseRoute]:
         body = await json_body(request)
         request_notes = notes(request.scope)
         request_notes.tenant = tenant_of(request)
-        sb, answer = lifecycle.create_sandbox(state, tenant_of(request), body)
+        sb, answer = lifecycle.create_sandbox(state, tenant_of(request), body, config)
         request_notes.unknown_fields.extend(sb.spec.unknown_fields)
         request_notes.sandbox_id = sb.id
         return JSONResponse(answer, status_code=202)

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from harness.differential.fake_docker import ThreadedServer
 from harness.differential.real_server import RealOpenSandboxServer, strip_execd_proxy_prefix
+from tests.opensandbox.create_cases import ACCEPTED_VOLUMES, ECHOED_PLATFORM, PLATFORM_CASES, VOLUME_CASES
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -304,6 +305,32 @@ def test_validation_errors_are_fastapi_422(api: httpx.Client) -> None:
     not_json = api.post("/sandboxes", content=b"nope", headers={"content-type": "application/json"})
     assert not_json.status_code == 422
     assert not_json.json()["detail"][0]["type"] == "json_invalid"
+
+
+@pytest.mark.parametrize("case", sorted(VOLUME_CASES))
+def test_bad_volumes_are_refused(api: httpx.Client, case: str) -> None:
+    """Refuse bad ``volumes``: FastAPI 422s for the body model, 400 ``VOLUME::*`` for the runtime's checks."""
+    volumes, (status, body) = VOLUME_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, "volumes": volumes})
+    assert (resp.status_code, resp.json()) == (status, body)
+
+
+@pytest.mark.parametrize("case", sorted(PLATFORM_CASES))
+def test_bad_platforms_are_refused(api: httpx.Client, case: str) -> None:
+    """Refuse an unknown ``platform.os`` / ``arch`` with 400 ``SANDBOX::INVALID_PARAMETER``."""
+    platform, (status, body) = PLATFORM_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, "platform": platform})
+    assert (resp.status_code, resp.json()) == (status, body)
+
+
+def test_no_volumes_and_a_normalised_platform_are_accepted(api: httpx.Client) -> None:
+    """Accept empty or null ``volumes``; echo a platform stripped and in lower case."""
+    for volumes in ACCEPTED_VOLUMES:
+        assert api.post("/sandboxes", json={**CREATE_BODY, "volumes": volumes}).status_code == 202
+    sent, echoed = ECHOED_PLATFORM
+    created = _create(api, platform=sent)
+    assert created["platform"] == echoed
+    assert api.get(f"/sandboxes/{created['id']}").json()["platform"] == echoed
 
 
 def test_endpoints(real: RealOpenSandboxServer, api: httpx.Client) -> None:

@@ -103,7 +103,13 @@ def create_sandbox(
 ) -> tuple[SandboxRecord, dict[str, Any]]:
     """Create a sandbox (202): return its record and the ``CreateSandboxResponse`` body."""
     allowed = config.allowed_host_paths if config is not None else ()
-    spec = parse_create(body, state.profile.name, now=state.clock.now(), allowed_host_paths=allowed)
+    spec = parse_create(
+        body,
+        state.profile.name,
+        now=state.clock.now(),
+        allowed_host_paths=allowed,
+        resolve_snapshot=lambda snapshot_id: state.restorable_snapshot(tenant, snapshot_id),
+    )
     sb = state.create(tenant, spec)
     return sb, sb.create_response()
 

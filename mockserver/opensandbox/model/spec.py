@@ -2,7 +2,7 @@
 
 :func:`parse_create` checks a body as the real server does: the body model's field errors (422, in the
 model's field order), its model validator (422 ``value_error``), then the runtime's checks (400) in the real
-Docker runtime's order: lifecycle hooks, ``poolRef``, metadata labels, ``platform``, the expiry, secure
+Docker runtime's order: lifecycle hooks, ``poolRef``, the snapshot, metadata labels, ``platform``, the expiry, secure
 access, the network policy, resource limits, volumes (:mod:`.volumes`).
 
 Known deviations: ``platform.os: "windows"`` is accepted like ``linux`` (the real Docker runtime then applies
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -45,6 +45,8 @@ _MEMORY_UNITS = {
 _MAX_INT64 = 2**63 - 1
 _INVALID = "SANDBOX::INVALID_PARAMETER"
 RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
+#: The entrypoint a sandbox restored from a snapshot runs when the request names none.
+SNAPSHOT_ENTRYPOINT = ("tail", "-f", "/dev/null")
 SUPPORTED_OS = frozenset({"linux", "windows"})
 SUPPORTED_ARCH = frozenset({"amd64", "arm64"})
 
@@ -248,12 +250,19 @@ def _check_policy(check: Checker, raw_policy: Any) -> None:
 
 
 def parse_create(
-    body: Any, runtime: str = "docker", *, now: float | None = None, allowed_host_paths: Sequence[str] = ()
+    body: Any,
+    runtime: str = "docker",
+    *,
+    now: float | None = None,
+    allowed_host_paths: Sequence[str] = (),
+    resolve_snapshot: Callable[[str], object] | None = None,
 ) -> CreateSpec:
     """Validate a create body like pydantic (422) and the given runtime (400) would, in the real order.
 
     ``now`` (the server's time) lets the expiry check run where the real server runs it, after the
-    platform check; ``allowed_host_paths`` is the server's host-volume allow-list (empty by default).
+    platform check; ``allowed_host_paths`` is the server's host-volume allow-list (empty by default);
+    ``resolve_snapshot`` raises when a ``snapshotId`` names no snapshot the caller may restore (404 / 409),
+    called where the real server resolves it (after ``poolRef``, before the labels).
     """
     check = Checker()
     data = check.obj(body, ["body"])
@@ -285,6 +294,10 @@ def parse_create(
             "SANDBOX::UNSUPPORTED_POOL_REF",
             "poolRef is not supported by the Docker provider. Use Kubernetes BatchSandbox provider instead.",
         )
+    if has_snapshot and resolve_snapshot is not None:
+        resolve_snapshot(str(snapshot_id).strip())
+    if has_snapshot and not entrypoint:
+        entrypoint = list(SNAPSHOT_ENTRYPOINT)
     metadata = dict(data.get("metadata") or {})
     validate_labels(metadata)
     platform = None if data.get("platform") is None else _platform(data["platform"])

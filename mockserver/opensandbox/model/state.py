@@ -109,12 +109,7 @@ class OpenSandboxState:
             sandbox_id = self.ids.uuid4()
             fs = FileSystem(now=self.clock.now, user="root", hostname=sandbox_id[:12])
             if spec.snapshot_id:
-                snap = self.snapshots.get(spec.snapshot_id)
-                if snap is None or snap.tenant != tenant:
-                    raise ApiError(404, "SNAPSHOT::NOT_FOUND", f"Snapshot {spec.snapshot_id} not found")
-                if now < snap.ready_at:
-                    raise ApiError(409, "SANDBOX::SNAPSHOT_NOT_READY", f"Snapshot {spec.snapshot_id} is not ready.")
-                fs = FileSystem.load(snap.fs, now=self.clock.now)
+                fs = FileSystem.load(self.restorable_snapshot(tenant, spec.snapshot_id).fs, now=self.clock.now)
             check_timeout(spec.timeout, now)
             sb = SandboxRecord(
                 id=sandbox_id,
@@ -259,6 +254,14 @@ class OpenSandboxState:
                 self.ids.uuid4(), tenant, sandbox_id, name, now, now + delay, sb.fs.dump(), sb.spec.image
             )
             self.snapshots[snap.id] = snap
+            return snap
+
+    def restorable_snapshot(self, tenant: str, snapshot_id: str) -> SnapshotRecord:
+        """Return a Ready snapshot of ``tenant`` to restore; 404 ``SNAPSHOT::NOT_FOUND``, 409 ``SNAPSHOT::NOT_READY``."""
+        with self.lock:
+            snap = self.find_snapshot(tenant, snapshot_id)
+            if self.clock.now() < snap.ready_at:
+                raise ApiError(409, "SNAPSHOT::NOT_READY", f"Snapshot {snapshot_id} is not ready for restore.")
             return snap
 
     def find_snapshot(self, tenant: str, snapshot_id: str) -> SnapshotRecord:

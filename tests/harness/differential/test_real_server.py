@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -331,6 +332,24 @@ def test_no_volumes_and_a_normalised_platform_are_accepted(api: httpx.Client) ->
     created = _create(api, platform=sent)
     assert created["platform"] == echoed
     assert api.get(f"/sandboxes/{created['id']}").json()["platform"] == echoed
+
+
+def test_snapshot_is_resolved_first_and_restores_with_the_default_entrypoint(api: httpx.Client) -> None:
+    """Look up ``snapshotId`` before the label and platform checks; a restore without entrypoint gets one."""
+    restore = {"resourceLimits": {"cpu": "1"}, "timeout": 600}
+    bad = {**restore, "snapshotId": "nope", "metadata": {"a": "x&y"}, "platform": {"os": "plan9", "arch": "x"}}
+    resp = api.post("/sandboxes", json=bad)
+    assert (resp.status_code, resp.json()) == (
+        404,
+        {"code": "SNAPSHOT::NOT_FOUND", "message": "Snapshot nope not found"},
+    )
+    snapshot = api.post(f"/sandboxes/{_create(api)['id']}/snapshots", json={"name": "s1"}).json()["id"]
+    deadline = time.monotonic() + 10
+    while api.get(f"/snapshots/{snapshot}").json()["status"]["state"] != "Ready" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    restored = api.post("/sandboxes", json={**restore, "snapshotId": snapshot})
+    assert restored.status_code == 202, restored.text
+    assert restored.json()["entrypoint"] == ["tail", "-f", "/dev/null"]
 
 
 def test_endpoints(real: RealOpenSandboxServer, api: httpx.Client) -> None:

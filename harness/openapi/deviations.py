@@ -165,8 +165,9 @@ SCHEMA_DEVIATIONS: tuple[SchemaDeviation, ...] = (
         _POOLS_TEMPLATES,
         ("not_a_server_error",),
         "documented",
-        "the Docker runtime answers the documented 501 `SANDBOX::API_NOT_SUPPORTED`",
-        "the same 501",
+        "the Docker runtime answers the documented 501, `KUBERNETES::POOL_NOT_SUPPORTED` for pools and "
+        "`FSB::API_NOT_SUPPORTED` for templates, after validating a create or update body (422)",
+        "the same 422s and 501s",
         "Pools and templates need the Kubernetes runtime. The 501 is documented; status, content type and "
         "body are still checked.",
     ),

@@ -11,17 +11,14 @@ Known deviations from the real 1.1.1 server:
   the pod runs); its endpoints answer 404 ``KUBERNETES::POD_IP_NOT_AVAILABLE`` until ready.
 * A ``networkPolicy`` whose targets the reference engine rejects gives 400
   ``SANDBOX::INVALID_PARAMETER`` (the real server starts a sidecar that fails, then 500s).
-* Bodies over 1 MiB get 413 (the real server has no limit); pools and templates answer 501;
-  diagnostics are not served.
+* Bodies over 1 MiB get 413 (the real server has no limit); diagnostics are not served (404).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any, NoReturn
-
-from mockserver.core import ApiError
+from typing import Any
 
 from .config import ServerConfig
 from .errors import TextError
@@ -48,7 +45,6 @@ __all__ = [
     "pause_sandbox",
     "renew_expiration",
     "resume_sandbox",
-    "unsupported",
     "version",
 ]
 
@@ -63,14 +59,12 @@ def version() -> dict[str, Any]:
     return {"version": SERVER_VERSION}
 
 
-def unsupported(path: str) -> NoReturn:
-    """Refuse pool and template management: 501 (not configured on this runtime)."""
-    kind = "Pool" if "/pools" in path else "Template"
-    raise ApiError(501, "SANDBOX::API_NOT_SUPPORTED", f"{kind} management is not supported in this runtime.")
-
-
 def metrics_event(state: OpenSandboxState, body: Any) -> None:
-    """Accept an SDK telemetry event (``sandbox.create``, its duration and outcome); 422 when malformed."""
+    """Accept an SDK telemetry event (``sandbox.create``, its duration and outcome); 422 when malformed.
+
+    The ``MetricsEvent`` model's fields, in its order: ``eventType``, ``sandboxId`` and ``image`` (strings or
+    null), ``createDurationMs`` (>= 0), ``success``; other fields are ignored.
+    """
     check = Checker()
     data = check.obj(body, ["body"])
     check.raise_if_any()
@@ -85,6 +79,9 @@ def metrics_event(state: OpenSandboxState, body: Any) -> None:
             "Input should be 'sandbox.create'",
             expected="'sandbox.create'",
         )
+    for key in ("sandboxId", "image"):
+        if data.get(key) is not None:
+            check.string(data[key], ["body", key])
     if "createDurationMs" not in data:
         check.add("missing", ["body", "createDurationMs"], data)
     else:

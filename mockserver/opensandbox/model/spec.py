@@ -220,7 +220,7 @@ def _check_fields(check: Checker, data: dict[str, Any]) -> None:
         check.obj(data["lifecycle"], ["body", "lifecycle"])
     if data.get("entrypoint") is not None:
         check.str_list(data["entrypoint"], ["body", "entrypoint"], min_items=1)
-    _check_policy(check, data.get("networkPolicy"))
+    check_policy_fields(check, data.get("networkPolicy"), ["body", "networkPolicy"])
     if data.get("secureAccess") is not None:
         check.boolean(data["secureAccess"], ["body", "secureAccess"])
     check_volumes(check, data.get("volumes"))
@@ -228,25 +228,30 @@ def _check_fields(check: Checker, data: dict[str, Any]) -> None:
         check.str_map(data["extensions"], ["body", "extensions"])
 
 
-def _check_policy(check: Checker, raw_policy: Any) -> None:
-    if raw_policy is None or (pol := check.obj(raw_policy, ["body", "networkPolicy"])) is None:
+def check_policy_fields(check: Checker, raw_policy: Any, loc: list[str | int]) -> None:
+    """Record the ``NetworkPolicy`` model's errors for a policy at ``loc`` (``defaultAction``, ``egress`` rules)."""
+    if raw_policy is None or (pol := check.obj(raw_policy, loc)) is None:
         return
     default = pol.get("defaultAction")
     if default is not None:
-        check.string(default, ["body", "networkPolicy", "defaultAction"])
+        check.string(default, [*loc, "defaultAction"])
     rules = pol.get("egress", [])
     if not isinstance(rules, list):
-        check.add("list_type", ["body", "networkPolicy", "egress"], rules)
+        check.add("list_type", [*loc, "egress"], rules)
         return
     for i, rule in enumerate(rules):
-        loc: list[str | int] = ["body", "networkPolicy", "egress", i]
-        if (r := check.obj(rule, loc)) is None:
-            continue
-        for key in ("action", "target"):
-            if key not in r:
-                check.add("missing", [*loc, key], r)
-        check.string(r.get("action", ""), [*loc, "action"])
-        check.string(r.get("target", "x"), [*loc, "target"], min_length=1)
+        check_rule_fields(check, rule, [*loc, "egress", i])
+
+
+def check_rule_fields(check: Checker, rule: Any, loc: list[str | int]) -> None:
+    """Record the ``NetworkRule`` model's errors for a rule at ``loc`` (``action`` and a non-empty ``target``)."""
+    if (r := check.obj(rule, loc)) is None:
+        return
+    for key in ("action", "target"):
+        if key not in r:
+            check.add("missing", [*loc, key], r)
+    check.string(r.get("action", ""), [*loc, "action"])
+    check.string(r.get("target", "x"), [*loc, "target"], min_length=1)
 
 
 def parse_create(

@@ -20,6 +20,13 @@ from starlette.routing import Route
 from harness.differential.fake_docker import ThreadedServer
 from harness.differential.real_server import RealOpenSandboxServer, strip_execd_proxy_prefix
 from tests.opensandbox.create_cases import ACCEPTED_VOLUMES, ECHOED_PLATFORM, PLATFORM_CASES, VOLUME_CASES
+from tests.opensandbox.http_cases import (
+    check_allow,
+    check_cors,
+    check_metrics_sandbox_ids,
+    check_network_policy_body_first,
+    check_pools_and_templates,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -388,6 +395,38 @@ def test_proxy_needs_no_key_and_502s_without_execd(api: httpx.Client, anon: http
     assert resp.status_code == 502
     assert resp.json()["code"] == "BACKEND_CONNECTION_FAILED"
     assert resp.json()["message"].startswith("Could not connect to the backend sandbox 127.0.0.1:44772: ")
+
+
+@pytest.fixture
+def root(real: RealOpenSandboxServer) -> Iterator[httpx.Client]:
+    """Return an authenticated client on the server root (``/health`` and ``/v1/...`` alike)."""
+    with httpx.Client(base_url=real.url, headers=real.headers, trust_env=False, timeout=30) as client:
+        yield client
+
+
+def test_405s_carry_allow_and_head_is_not_served(api: httpx.Client, root: httpx.Client) -> None:
+    """Answer HEAD and every other unserved method with 405 and the path's first route's method in ``Allow``."""
+    check_allow(root, _create(api)["id"])
+
+
+def test_cors(api: httpx.Client, root: httpx.Client, anon: httpx.Client) -> None:
+    """Answer preflights before auth; echo the origin with credentials on every answer to a request with one."""
+    check_cors(root, anon, _create(api)["id"])
+
+
+def test_pools_and_templates_are_501_after_body_validation(root: httpx.Client) -> None:
+    """Refuse pools (``KUBERNETES::POOL_NOT_SUPPORTED``) and templates (``FSB::API_NOT_SUPPORTED``) on Docker."""
+    check_pools_and_templates(root)
+
+
+def test_metrics_event_sandbox_id(root: httpx.Client) -> None:
+    """Refuse a metrics event whose ``sandboxId`` is not a string or null with 422."""
+    check_metrics_sandbox_ids(root)
+
+
+def test_network_policy_checks_the_body_first(root: httpx.Client) -> None:
+    """Answer a bad ``/networkpolicy`` body with 422 even for an unknown sandbox."""
+    check_network_policy_body_first(root)
 
 
 def test_fake_docker_saw_only_known_calls(real: RealOpenSandboxServer) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mockserver.core import ApiError
-from mockserver.opensandbox.model import lifecycle
+from mockserver.opensandbox.model import lifecycle, pools
 from mockserver.opensandbox.model.errors import TextError
 from mockserver.opensandbox.model.validation import RequestValidationError
 
@@ -132,4 +132,6 @@ def test_metrics_events_and_unsupported_routes() -> None:
     lifecycle.metrics_event(state, {"eventType": "sandbox.create", "createDurationMs": 5, "success": True})
     assert len(state.metrics_events) == 1
     assert _refusal(lambda: lifecycle.metrics_event(state, {"eventType": "x"})) == (422, None)
-    assert _refusal(lambda: lifecycle.unsupported("/v1/pools")) == (501, "SANDBOX::API_NOT_SUPPORTED")
+    assert _refusal(lambda: pools.pool_call("GET", None)) == (501, "KUBERNETES::POOL_NOT_SUPPORTED")
+    assert _refusal(lambda: pools.pool_call("POST", None, {})) == (422, None)
+    assert _refusal(lambda: pools.template_call("DELETE")) == (501, "FSB::API_NOT_SUPPORTED")

@@ -194,8 +194,8 @@ SCHEMA_DEVIATIONS: tuple[SchemaDeviation, ...] = (
         _EXECD_RUNTIME_ERRORS,
         ("not_a_server_error",),
         "documented",
-        "answers its documented 500 `RUNTIME_ERROR` for what the operating system refuses: a missing `cwd`, an "
-        "unknown session, a directory given to `DELETE /files`, `chmod` of a missing file, moving `/`, a path "
+        "answers its documented 500 `RUNTIME_ERROR` for what the operating system refuses: a session's missing "
+        "`cwd` (a command's is a 400 since execd 1.0.11), an unknown session, a directory given to `DELETE /files`, `chmod` of a missing file, moving `/`, a path "
         "with a NUL byte (EINVAL), …",
         "the same 500s",
         "execd's error model: request-shape errors are 400, failures of the underlying system call are 500. The "

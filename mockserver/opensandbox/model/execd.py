@@ -41,6 +41,7 @@ __all__ = [
     "prepare_run",
     "prepare_session_run",
     "resolve_cwd",
+    "validate_working_dir",
 ]
 
 EXECD_TOKEN_HEADER = "x-execd-access-token"
@@ -100,7 +101,7 @@ def _object(body: Any, fields: frozenset[str]) -> tuple[dict[str, Any], list[str
 
 
 def resolve_cwd(sb: SandboxRecord, raw: Any, default: str = "/") -> str:
-    """Return the absolute working directory a request names (``default`` when none)."""
+    """Return the absolute working directory a session request names (``default`` when none); 500 when missing."""
     if raw is None or raw == "":
         return default
     if not isinstance(raw, str):
@@ -111,6 +112,30 @@ def resolve_cwd(sb: SandboxRecord, raw: Any, default: str = "/") -> str:
             raise ApiError(500, "RUNTIME_ERROR", f"chdir {raw}: no such file or directory")
     except FsError as exc:
         raise ApiError(500, "RUNTIME_ERROR", f"chdir {raw}: {exc.strerror.lower()}") from exc
+    return path
+
+
+def validate_working_dir(sb: SandboxRecord, raw: Any) -> str:
+    """Return the absolute directory a ``POST /command`` runs in; refuse one execd (1.0.11+) cannot use (400).
+
+    execd validates the request before it starts anything: a directory that does not exist, a path that is
+    not a directory and a path it cannot stat are ``INVALID_REQUEST_BODY`` with the path as it was sent.
+    """
+    if raw is None or raw == "":
+        return "/"
+    if not isinstance(raw, str):
+        raise invalid("invalid request body: cwd must be a string")
+    prefix = "invalid request, validation error "
+    try:
+        path = normpath(raw, "/")
+        info = sb.fs.stat(path)
+    except FsError as exc:
+        if exc.code == "not_found":
+            raise invalid(f"{prefix}working directory does not exist: {raw}") from exc
+        quoted = json.dumps(raw, ensure_ascii=False)
+        raise invalid(f"{prefix}cannot access working directory {quoted}: stat {raw}: {exc.strerror.lower()}") from exc
+    if not info.is_dir:
+        raise invalid(f"{prefix}working directory path is not a directory: {raw}")
     return path
 
 
@@ -140,7 +165,7 @@ def prepare_run(state: OpenSandboxState, sb: SandboxRecord, body: Any, *, via_pr
     background = data.get("background", False)
     if not isinstance(background, bool):
         raise invalid("invalid request body: background must be a boolean")
-    cwd = resolve_cwd(sb, data.get("cwd"))
+    cwd = validate_working_dir(sb, data.get("cwd"))
     if sb.oom_on_next_exec:
         sb.oom_on_next_exec = False
         state.fail(sb.id, *state.profile.oom_status())

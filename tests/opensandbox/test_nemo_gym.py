@@ -207,3 +207,22 @@ def test_create_timeout_orphan_is_reaped_by_cleanup_script(
     assert mock.sandbox_ids() == orphans
     assert cleanup.main([*argv, "--reap"]) == 0
     assert mock.sandbox_ids() == []
+
+
+def test_pty_attach_to_a_missing_session_fails_at_once(gym: ModuleType, srv: MockServer) -> None:
+    """NG-F13: ``GET /pty/{sid}`` answers 404 ``CONTEXT_NOT_FOUND``, so ``attach_pty`` raises without a WebSocket."""
+    from nemo_gym.sandbox.providers.base import SandboxPtyError, SandboxPtySpec
+
+    async def scenario() -> None:
+        p = provider(gym, srv.url)
+        handle = await p.create(spec())
+        try:
+            with pytest.raises(SandboxPtyError, match="PTY session nope not found"):
+                await p.attach_pty(handle, "nope")
+            with pytest.raises(SandboxPtyError, match="501"):
+                await p.create_pty(handle, SandboxPtySpec(command="bash"))
+        finally:
+            await p.close(handle)
+            await p.aclose()
+
+    run(scenario())

@@ -260,6 +260,20 @@ def test_missing_working_directory_is_a_400_before_streaming(mock: OpenSandboxMo
     assert mock.sandbox(sid).commands == {}
 
 
+def test_pty_routes_answer_execds_error_shapes(client: httpx.Client) -> None:
+    """Issue 12.12: a PTY session lookup is execd's 404 ``CONTEXT_NOT_FOUND`` (NeMo Gym keys on the code)."""
+    sid = create(client)["id"]
+    for base in (f"/direct/{sid}/44772", f"/v1/sandboxes/{sid}/proxy/44772"):
+        for method in ("GET", "DELETE"):
+            resp = client.request(method, f"{base}/pty/nope")
+            assert (resp.status_code, resp.json()) == (
+                404,
+                {"code": "CONTEXT_NOT_FOUND", "message": "pty session nope not found"},
+            ), (base, method)
+        made = client.post(f"{base}/pty", json={"cwd": "/tmp"})
+        assert (made.status_code, made.json()["code"]) == (501, "NOT_SUPPORTED")
+
+
 def test_egress_sidecar_errors_are_plain_text(mock: OpenSandboxMock, client: httpx.Client) -> None:
     sid = create(client, networkPolicy={"defaultAction": "deny", "egress": [{"action": "allow", "target": "a.com"}]})[
         "id"

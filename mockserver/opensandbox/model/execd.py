@@ -3,13 +3,18 @@
 Errors are execd's ``{"code", "message"}`` bodies; the access-token refusal is execd's middleware's
 ``{"error": ...}`` (:class:`~.errors.ExecdAuthError`). Running a command is not a rule: the runtime in
 :mod:`mockserver.opensandbox.commands` runs the :class:`RunRequest` these functions validate.
+
+Known deviations: PTY sessions are not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
+answers on a platform without PTY), so no session exists: ``GET`` and ``DELETE /pty/{id}`` answer 404
+``CONTEXT_NOT_FOUND`` "pty session <id> not found" (the body NeMo Gym keys on) and a WebSocket to
+``/pty/{id}/ws`` is closed before the handshake.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FsError, normpath
@@ -29,6 +34,7 @@ __all__ = [
     "check_execd_token",
     "command_logs",
     "command_status",
+    "create_pty",
     "create_session",
     "delete_session",
     "error_event",
@@ -40,6 +46,7 @@ __all__ = [
     "new_command",
     "prepare_run",
     "prepare_session_run",
+    "pty_session",
     "resolve_cwd",
     "validate_working_dir",
 ]
@@ -252,6 +259,20 @@ def delete_session(sb: SandboxRecord, session_id: str) -> None:
     """Close a session; 404 ``CONTEXT_NOT_FOUND`` when there is none."""
     if sb.sessions.pop(session_id, None) is None:
         raise ApiError(404, "CONTEXT_NOT_FOUND", f"session not found: {session_id}")
+
+
+def create_pty(body: Any) -> NoReturn:
+    """Refuse ``POST /pty``: the mock's command runtime has no terminals (501 ``NOT_SUPPORTED``)."""
+    if body is not None and not isinstance(body, dict):
+        raise invalid("invalid request body: expected a JSON object")
+    raise ApiError(
+        501, "NOT_SUPPORTED", "PTY is not supported by the sandproof command emulator (no terminal sessions)"
+    )
+
+
+def pty_session(session_id: str) -> NoReturn:
+    """Answer a lookup or delete of a PTY session: there is none (404 ``CONTEXT_NOT_FOUND``)."""
+    raise ApiError(404, "CONTEXT_NOT_FOUND", f"pty session {session_id} not found")
 
 
 def metrics(sb: SandboxRecord, now_ms: int) -> dict[str, Any]:

@@ -91,6 +91,14 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
         execd.delete_session(sandbox_of(request), request.path_params["sid"])
         return Response(status_code=200)
 
+    async def create_pty(request: Request) -> Response:
+        sandbox_of(request)
+        execd.create_pty(await read_json(request, empty=None))
+
+    async def pty_session(request: Request) -> Response:
+        sandbox_of(request)
+        execd.pty_session(request.path_params["sid"])
+
     async def metrics(request: Request) -> Response:
         return JSONResponse(execd.metrics(sandbox_of(request), clock.now_ms()))
 
@@ -103,5 +111,7 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
         Route("/session", create_session, methods=["POST"]),
         Route("/session/{sid}/run", run_in_session, methods=["POST"]),
         Route("/session/{sid}", delete_session, methods=["DELETE"]),
+        Route("/pty", create_pty, methods=["POST"]),
+        Route("/pty/{sid}", pty_session, methods=["GET", "DELETE"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]

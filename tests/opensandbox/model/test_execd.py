@@ -40,3 +40,16 @@ def test_an_existing_directory_is_used_normalised() -> None:
     run = execd.prepare_run(state, sb, {"command": "pwd", "cwd": "/tmp/../etc/"}, via_proxy=False)
     assert run.cwd == "/etc"
     assert execd.prepare_run(state, sb, {"command": "pwd"}, via_proxy=False).cwd == "/"
+
+
+def test_pty_sessions_do_not_exist_and_cannot_be_created() -> None:
+    with pytest.raises(ApiError) as missing:
+        execd.pty_session("nope")
+    assert (missing.value.status, missing.value.code, missing.value.message) == (
+        404,
+        "CONTEXT_NOT_FOUND",
+        "pty session nope not found",
+    )
+    with pytest.raises(ApiError) as refused:
+        execd.create_pty({"cwd": "/tmp"})
+    assert (refused.value.status, refused.value.code) == (501, "NOT_SUPPORTED")

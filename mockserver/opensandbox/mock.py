@@ -12,17 +12,20 @@ two ways, both served by this same app, so one transport or one socket serves ev
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
+from mockserver.admin.catalogue import NamedFault
 from mockserver.core import DnsTable, VirtualClock, environment
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
 from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner
 from .faults import FaultCatalogue
+from .model import faults as model_faults
 from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
@@ -144,6 +147,10 @@ class OpenSandboxMock(HttpMock):
         direct.path_regex = re.compile(direct.path_regex.pattern, re.DOTALL)
         return [direct, *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app))]
 
+    def named_faults(self) -> Mapping[str, NamedFault]:
+        """Return the named fault catalogue served under ``/_mock/faults/catalogue``."""
+        return self.catalogue.named()
+
     def extra_admin_routes(self) -> list[BaseRoute]:
         """Return ``/_mock/opensandbox/...`` helpers (OOM-kill, fail)."""
         return admin.admin_routes(self.state)
@@ -193,9 +200,9 @@ class OpenSandboxMock(HttpMock):
                 if all(sb.spec.metadata.get(k) == v for k, v in metadata.items())
             ]
 
-    def oom_kill(self, sandbox_id: str) -> None:
-        """Mark a sandbox Failed as an OOM kill (exit 137) now."""
-        self.state.fail(sandbox_id, *self.profile.oom_status())
+    def oom_kill(self, sandbox_id: str, wording: str | None = None) -> None:
+        """Mark a sandbox Failed as an OOM kill (exit 137) now, worded as ``wording`` (see ``OOM_WORDINGS``)."""
+        model_faults.oom_kill(self.state, sandbox_id, wording)
 
     def sdk_env(self, url: str | None = None) -> dict[str, str]:
         """Return the environment that points the SDK's defaults at this mock."""

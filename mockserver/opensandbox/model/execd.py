@@ -99,6 +99,7 @@ class RunRequest:
     background: bool = False
     argv: list[str] | None = None
     unknown_fields: list[str] = field(default_factory=list)
+    held_polls: int = 0
 
 
 def _object(body: Any, fields: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
@@ -173,11 +174,12 @@ def prepare_run(state: OpenSandboxState, sb: SandboxRecord, body: Any, *, via_pr
     if not isinstance(background, bool):
         raise invalid("invalid request body: background must be a boolean")
     cwd = validate_working_dir(sb, data.get("cwd"))
-    if sb.oom_on_next_exec:
-        sb.oom_on_next_exec = False
-        state.fail(sb.id, *state.profile.oom_status())
+    if sb.oom_on_next_exec is not None:
+        wording, sb.oom_on_next_exec = sb.oom_on_next_exec, None
+        state.fail(sb.id, *state.profile.oom_status(wording or None))
         raise unreachable(EXECD_PORT, via_proxy)
-    return RunRequest(command, {**sb.spec.env, **envs}, cwd, timeout, background, argv, unknown)
+    held = state.take_command_hold(sb)
+    return RunRequest(command, {**sb.spec.env, **envs}, cwd, timeout, background, argv, unknown, held)
 
 
 def prepare_session_run(sb: SandboxRecord, session_id: str, body: Any) -> RunRequest:
@@ -198,7 +200,7 @@ def prepare_session_run(sb: SandboxRecord, session_id: str, body: Any) -> RunReq
 
 def new_command(sb: SandboxRecord, ids: IdFactory, clock: VirtualClock, run: RunRequest) -> CommandRecord:
     """Record a new command of the sandbox (running from now) and return it."""
-    record = CommandRecord(ids.token(16, _HEX), run.command, run.background, clock.now())
+    record = CommandRecord(ids.token(16, _HEX), run.command, run.background, clock.now(), held_polls=run.held_polls)
     sb.commands[record.id] = record
     return record
 
@@ -218,6 +220,9 @@ def command_status(sb: SandboxRecord, command_id: str) -> dict[str, Any]:
     record = sb.commands.get(command_id)
     if record is None:
         raise ApiError(404, "INVALID_REQUEST_BODY", f"command not found: {command_id}")
+    if record.held_polls > 0:
+        record.held_polls -= 1
+        return record.status_json(held=True)
     return record.status_json()
 
 

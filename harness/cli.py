@@ -1,9 +1,11 @@
 """``sandproof check``: run the contract suite in ``harness/contracts`` against a target and summarise it.
 
 ``sandproof check --target T [--profile ci|thorough] [--report DIR] [-k EXPR] [--list] [--container]
-[--concurrency N]``
+[--concurrency N] [--strict]``
 runs pytest on the shipped contract modules with the sandproof plugin, prints pytest's progress, then the
-per provider and operation summary, and exits non-zero when a contract fails (or nothing was selected).
+per provider and operation summary and the checks per strength, and exits non-zero when a contract fails (or
+nothing was selected). Only ``spec`` and ``observed`` checks fail a run; a check that differs from one of
+sandproof's own choices is reported as such, and fails the run only with ``--strict``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="clients of the concurrency contract (default 4; 0 skips it)",
     )
+    parser.add_argument(
+        "--strict", action="store_true", help="fail on checks that differ from sandproof's own choices too"
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="less pytest output")
     return parser
 
@@ -87,6 +92,8 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         argv.append("--sandproof-container")
     if getattr(args, "concurrency", None) is not None:
         argv.append(f"--sandproof-concurrency={args.concurrency}")
+    if getattr(args, "strict", False):
+        argv.append("--sandproof-strict")
     if args.list:
         argv.append("--collect-only")
     return argv
@@ -176,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"sandproof check {verdict}: {total.passed} passed, {total.failed} failed, "
             f"{total.skipped} skipped against {target.spec} in {report.pace()}"
         )
+        print(f"sandproof check: {report.strength_line()}")
     elif status == 0:
         print("sandproof check PASSED: no contract tests recorded")
     else:

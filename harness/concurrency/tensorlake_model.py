@@ -27,8 +27,8 @@ from harness.concurrency.linearizability import Spec
 from harness.concurrency.workload import ABSENT
 from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FileSystem
-from mockserver.tensorlake.models import TensorLakeModel
-from mockserver.tensorlake.validate import parse_create
+from mockserver.tensorlake.model.state import TensorLakeModel
+from mockserver.tensorlake.model.validate import parse_create
 
 __all__ = ["TensorLakeSpec", "list_view", "output_of"]
 

@@ -1,10 +1,14 @@
 """Mutation score: deliberately wrong implementations the contracts must reject, and how many they do.
 
 A :class:`Family` is a set of mutants (wrong policy engines, wrong mocks, ...) and a ``judge`` that runs the
-contracts on one mutant and says whether they rejected (killed) it. :func:`run_families` judges every mutant,
-:func:`render` writes the markdown report and :func:`main` is the command line a catalogue of mutants runs
-(sandproof's own catalogue: ``python -m tests.mutants``). Mock mutant modules may also register factories by
-suite with :func:`register_mutants`, read back with :func:`load_mutants`.
+contracts on one mutant and says what killed it: a :class:`Kill` names the failing check and its strength
+(:mod:`harness.strength`). A mutant is killed when a check that fails a default run (``spec``, ``observed``, or
+an untagged API machine) fails on it; a mutant that differs only where the sources are silent is a *choice
+mutant* (its ``choice`` attribute says why) and must be caught by a ``choice`` check, which fails only a
+strict run. :func:`run_families` judges every mutant, :func:`render` writes the markdown report with the score
+per strength and :func:`main` is the command line a catalogue of mutants runs (sandproof's own catalogue:
+``python -m tests.mutants``). Mock mutant modules may also register factories by suite with
+:func:`register_mutants`, read back with :func:`load_mutants`.
 """
 
 from __future__ import annotations
@@ -15,14 +19,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "MUTANTS",
     "Family",
+    "Judgement",
+    "Kill",
+    "KillStrength",
     "MutantFactory",
     "Outcome",
     "kills_opensandbox_engine",
+    "kills_restrict_function",
     "kills_tensorlake_engine",
     "load_mutants",
     "main",
@@ -31,6 +39,7 @@ __all__ = [
     "register_mutants",
     "render",
     "run_families",
+    "score_line",
 ]
 
 MutantFactory = Callable[[], object]
@@ -72,38 +81,96 @@ def mutation_score(run: Runner, mutants: Mapping[str, MutantFactory] | None = No
 
 # --- families and the report ----------------------------------------------------------------------------
 
+#: The strength of what killed a mutant: a tagged check's strength, or ``untagged`` (an API machine run).
+KillStrength = Literal["spec", "observed", "choice", "untagged"]
+_KILL_ORDER: tuple[KillStrength, ...] = ("spec", "observed", "untagged", "choice")
+
+
+@dataclass(frozen=True)
+class Kill:
+    """What killed a mutant: the check (or rule group) that failed and its strength."""
+
+    by: str
+    strength: KillStrength
+
+
+Judgement = Kill | bool | None
+
 
 @dataclass(frozen=True)
 class Family:
-    """Mutants of one kind and the judge that runs the contracts on one of them (True: killed)."""
+    """Mutants of one kind, the judge that runs the contracts on one of them, and the suite its checks belong to.
+
+    The judge returns a :class:`Kill` (or True for a kill of unknown strength, False or None when the mutant
+    survived). Each mutant may name the check aimed at it (``caught_by``) and, when only a ``choice`` check can
+    catch it, say why (``choice``).
+    """
 
     label: str
     mutants: Mapping[str, Any]
-    judge: Callable[[str, Any], bool]
+    judge: Callable[[str, Any], Judgement]
+    suite: str = ""
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What happened to one mutant."""
+    """What happened to one mutant: what killed it (None: survived) and whether it is declared a choice mutant."""
 
     family: str
     name: str
-    killed: bool
+    kill: Kill | None
     seconds: float
+    choice_mutant: bool = False
+
+    @property
+    def killed(self) -> bool:
+        """Tell whether the default run kills it (a spec, observed or untagged contract failed)."""
+        return self.kill is not None and self.kill.strength != "choice"
+
+    @property
+    def accounted(self) -> bool:
+        """Tell whether it is killed by default, or is a declared choice mutant a choice check kills."""
+        return self.killed or (self.choice_mutant and self.kill is not None)
 
 
-def kills_tensorlake_engine(name: str, engine: Any) -> bool:
-    """Judge a TensorLake policy engine: killed when one policy check fails on it."""
+def _kill(results: Sequence[Any]) -> Kill | None:
+    """Return the first failing check that fails a default run, else the first failing choice, else None."""
+    failing = [r for r in results if not r.passed]
+    for result in failing:
+        if result.strength != "choice":
+            return Kill(result.name, result.strength or "untagged")
+    return Kill(failing[0].name, "choice") if failing else None
+
+
+def kills_tensorlake_engine(name: str, engine: Any) -> Kill | None:
+    """Judge a TensorLake policy engine: what kills it (a check failing a default run first, else a choice)."""
     from harness.policy.tensorlake.checks import run_checks
 
-    return any(not r.passed for r in run_checks(engine, max_examples=60, fail_fast=True, shrink=False))
+    return _kill(run_checks(engine, max_examples=60, fail_fast=True, shrink=False))
 
 
-def kills_opensandbox_engine(name: str, engine: Any) -> bool:
-    """Judge an OpenSandbox policy engine: killed when one policy check fails on it."""
+def kills_opensandbox_engine(name: str, engine: Any) -> Kill | None:
+    """Judge an OpenSandbox policy engine: what kills it (a check failing a default run first, else a choice)."""
     from harness.policy.opensandbox import run_checks
 
-    return any(not r.passed for r in run_checks(engine, max_examples=100, stop_on_failure=True))
+    return _kill(run_checks(engine, max_examples=100, stop_on_failure=True))
+
+
+def kills_restrict_function(name: str, restrict: Any) -> Kill | None:
+    """Judge a ``restrict_sandbox_network`` function with both reference engines judging its policies."""
+    from contracts.opensandbox_adapter import reference_engine as opensandbox
+    from contracts.tensorlake_adapter import reference_engine as tensorlake
+    from harness.policy.sandbox_network import run_checks
+
+    found = [_kill(run_checks(engine, restrict=restrict, fail_fast=True)) for engine in (tensorlake, opensandbox)]
+    kills = [k for k in found if k is not None]
+    return min(kills, key=lambda k: _KILL_ORDER.index(k.strength), default=None)
+
+
+def _as_kill(judgement: Judgement) -> Kill | None:
+    if isinstance(judgement, Kill):
+        return judgement
+    return Kill("", "untagged") if judgement else None
 
 
 def run_families(families: Sequence[Family], progress: Callable[[str], None] = print) -> list[Outcome]:
@@ -114,24 +181,62 @@ def run_families(families: Sequence[Family], progress: Callable[[str], None] = p
         found = []
         for name, mutant in family.mutants.items():
             began = time.monotonic()
-            killed = bool(family.judge(name, mutant))
-            found.append(Outcome(family.label, name, killed, time.monotonic() - began))
-        killed_count = sum(o.killed for o in found)
-        progress(f"{family.label}: {killed_count}/{len(found)} killed in {time.monotonic() - started:.1f} s")
+            kill = _as_kill(family.judge(name, mutant))
+            declared = bool(getattr(mutant, "choice", ""))
+            found.append(Outcome(family.label, name, kill, time.monotonic() - began, declared))
+        progress(f"{family.label}: {score_line(found)} in {time.monotonic() - started:.1f} s")
         outcomes.extend(found)
     return outcomes
 
 
+def score_line(outcomes: Sequence[Outcome]) -> str:
+    """Return the score per strength: killed by default (spec, observed, untagged), choice mutants, survivors."""
+    killed = [o for o in outcomes if o.killed]
+    by = {s: sum(1 for o in killed if o.kill is not None and o.kill.strength == s) for s in _KILL_ORDER[:3]}
+    detail = ", ".join(f"{s} {n}" for s, n in by.items() if n)
+    choices = [o for o in outcomes if not o.killed and o.choice_mutant]
+    text = f"{len(killed)}/{len(outcomes)} killed by the default run" + (f" ({detail})" if detail else "")
+    if choices:
+        caught = sum(1 for o in choices if o.kill is not None)
+        text += f"; {caught}/{len(choices)} choice mutants killed by choice checks (--strict)"
+    return text
+
+
+def _result(o: Outcome) -> str:
+    if o.killed and o.kill is not None:
+        return f"killed ({o.kill.strength}{': ' + o.kill.by if o.kill.by else ''})"
+    if o.accounted and o.kill is not None:
+        return f"choice mutant, killed by {o.kill.by} under --strict"
+    return "**survived**"
+
+
 def render(outcomes: Sequence[Outcome]) -> str:
-    """Return the outcomes as a markdown report with the score per family and in total."""
-    lines = ["# Mutation score", "", "| family | killed | total |", "|---|---|---|"]
+    """Return the outcomes as a markdown report with the score per family and strength, and in total."""
+    lines = [
+        "# Mutation score",
+        "",
+        "Killed by the default run: a `spec`, `observed` or (API machines, not tagged yet) `untagged` contract "
+        "failed. A choice mutant differs only where the sources are silent: only a `choice` check, which fails "
+        "a `--strict` run, can catch it.",
+        "",
+        "| family | spec | observed | untagged | choice mutants (strict) | survived | total |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def row(label: str, mine: Sequence[Outcome]) -> str:
+        counts = [
+            sum(1 for o in mine if o.killed and o.kill is not None and o.kill.strength == s) for s in _KILL_ORDER[:3]
+        ]
+        choices = sum(1 for o in mine if not o.killed and o.accounted)
+        survived = sum(1 for o in mine if not o.accounted)
+        return f"| {label} | " + " | ".join(str(n) for n in [*counts, choices, survived, len(mine)]) + " |"
+
     for family in sorted({o.family for o in outcomes}):
-        mine = [o for o in outcomes if o.family == family]
-        lines.append(f"| {family} | {sum(o.killed for o in mine)} | {len(mine)} |")
-    lines.append(f"| **all** | **{sum(o.killed for o in outcomes)}** | **{len(outcomes)}** |")
-    lines += ["", "| family | mutant | result | seconds |", "|---|---|---|---|"]
+        lines.append(row(family, [o for o in outcomes if o.family == family]))
+    lines.append(row("**all**", outcomes))
+    lines += ["", f"Score: {score_line(outcomes)}.", "", "| family | mutant | result | seconds |", "|---|---|---|---|"]
     for o in outcomes:
-        lines.append(f"| {o.family} | {o.name} | {'killed' if o.killed else '**survived**'} | {o.seconds:.1f} |")
+        lines.append(f"| {o.family} | {o.name} | {_result(o)} | {o.seconds:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -148,17 +253,12 @@ def main(
     args = parser.parse_args(argv)
     started = time.monotonic()
     outcomes = run(families(), lambda line: print(line, flush=True))
-    survivors = [o for o in outcomes if not o.killed]
-    killed = len(outcomes) - len(survivors)
+    survivors = [o for o in outcomes if not o.accounted]
     for o in survivors:
         print(f"SURVIVED: {o.family} / {o.name}", flush=True)
     if args.report:
         path = Path(args.report)
         path.mkdir(parents=True, exist_ok=True)
         (path / "mutation.md").write_text(render(outcomes), encoding="utf-8")
-    print(
-        f"mutation score: {killed}/{len(outcomes)} mutants killed ({killed / max(len(outcomes), 1):.0%}) "
-        f"in {time.monotonic() - started:.1f} s",
-        flush=True,
-    )
+    print(f"mutation score: {score_line(outcomes)} in {time.monotonic() - started:.1f} s", flush=True)
     return 0 if not survivors else 1

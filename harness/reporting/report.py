@@ -5,6 +5,11 @@ Hypothesis examples, and at the end prints :meth:`ContractReport.summary_lines` 
 ``--sandproof-report=DIR``, writes ``DIR/fidelity.md`` and ``DIR/results.json`` (plus ``DIR/junit.xml``
 through pytest's own JUnit writer). Any module can call :func:`register_deviation` to document a known
 difference between a mock and the real service; the matrix lists them.
+
+A test that runs tagged checks (:mod:`harness.strength`) hands their outcomes to :meth:`ContractReport.add_checks`;
+the report then counts checks per strength (``spec 58 passed · observed 4 passed · choice 12 passed, 2
+differ``; a test without tagged checks counts as one ``untagged`` check) and lists every check that "differs
+from sandproof's choice" with its counterexample.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "DIFFERS",
     "PROVIDERS",
+    "STRENGTH_COLUMNS",
     "ContractReport",
     "Deviation",
     "Outcome",
@@ -35,6 +42,10 @@ PROVIDERS = ("tensorlake", "opensandbox")
 Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
 _ORDER: dict[str, int] = {"passed": 0, "xpassed": 0, "skipped": 1, "xfailed": 1, "failed": 2, "error": 2}
 _MAX_REASON = 300
+#: The strengths the summary counts, in order; ``untagged`` is a test that recorded no tagged check.
+STRENGTH_COLUMNS = ("spec", "observed", "choice", "untagged")
+#: How the reports name a choice that does not hold.
+DIFFERS = "differs from sandproof's choice"
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,7 @@ class TestRecord:
     reason: str = ""
     duration: float = 0.0
     examples: int = 0
+    checks: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -126,9 +138,10 @@ def shorten(text: str, limit: int = _MAX_REASON) -> str:
 class ContractReport:
     """Collect contract outcomes for one run and render them."""
 
-    def __init__(self, target: str, profile: str | None = None) -> None:
+    def __init__(self, target: str, profile: str | None = None, *, strict: bool = False) -> None:
         self.target = target
         self.profile = profile
+        self.strict = strict
         self.records: dict[str, TestRecord] = {}
         self._examples_by_test: dict[str, int] = defaultdict(int)
         self.examples = 0
@@ -161,6 +174,13 @@ class ContractReport:
         current.duration += duration
         current.examples = self._examples_by_test.get(nodeid, 0)
         return current
+
+    def add_checks(self, nodeid: str, outcomes: Iterable[Mapping[str, Any]]) -> None:
+        """Attach the tagged check outcomes a test recorded (``CheckOutcome.to_json()`` dicts) to its record."""
+        found = [dict(outcome) for outcome in outcomes]
+        record = self.records.get(nodeid)
+        if record is not None and found:
+            record.checks = found
 
     def add_examples(self, nodeid: str | None, count: int) -> None:
         """Count Hypothesis examples run by one test (or outside any test when ``nodeid`` is None)."""
@@ -229,6 +249,43 @@ class ContractReport:
         """Tell whether any contract test failed."""
         return self.totals().failed > 0
 
+    def strength_counts(self) -> dict[str, dict[str, int]]:
+        """Return, per strength (and ``untagged``), how many checks passed, failed and differ from a choice.
+
+        A test's tagged checks count one each; a test that ran and recorded none counts as one untagged check.
+        """
+        counts = {column: {"passed": 0, "failed": 0, "differs": 0} for column in STRENGTH_COLUMNS}
+        for record in self.records.values():
+            if record.checks:
+                for check in record.checks:
+                    column = check["strength"] if check["strength"] in counts else "untagged"
+                    counts[column][check["status"]] += 1
+            elif record.outcome in ("passed", "xpassed"):
+                counts["untagged"]["passed"] += 1
+            elif record.outcome in ("failed", "error"):
+                counts["untagged"]["failed"] += 1
+        return counts
+
+    def strength_line(self) -> str:
+        """Return the checks per strength as one line, e.g. ``spec 58 passed · observed 4 passed · choice 2 differ``.
+
+        The three strengths show once any tagged check ran; ``untagged`` shows when an untagged test ran.
+        """
+        counts = self.strength_counts()
+        tagged = any(sum(counts[s].values()) for s in STRENGTH_COLUMNS[:3])
+        parts = []
+        for column, count in counts.items():
+            shown = [f"{count[s]} {w}" for s, w in (("passed", "passed"), ("failed", "failed"), ("differs", "differ"))]
+            shown = [text for text in shown if not text.startswith("0 ")]
+            if shown or (tagged and column != "untagged"):
+                parts.append(f"{column} {', '.join(shown) or '0'}")
+        line = " · ".join(parts) or "no checks ran"
+        return line + (" (strict: choices fail the run)" if self.strict else "")
+
+    def differences(self) -> list[tuple[TestRecord, dict[str, Any]]]:
+        """Return every (test, check outcome) whose check differs from sandproof's choice."""
+        return [(r, c) for r in self.records.values() for c in r.checks if c["status"] == "differs"]
+
     def pace(self) -> str:
         """Return the duration and example rate as one phrase."""
         text = f"{self.duration:.1f} s"
@@ -257,6 +314,9 @@ class ContractReport:
                 )
         total = self.totals()
         lines.append(f"{total.passed} passed, {total.failed} failed, {total.skipped} skipped in {self.pace()}")
+        lines.append("checks by strength: " + self.strength_line())
+        for record, check in self.differences():
+            lines.append(f"{DIFFERS}: {check['contract']} ({record.nodeid}): {shorten(_example(check), 240)}")
         return lines
 
     def to_json(self) -> dict[str, Any]:
@@ -271,6 +331,12 @@ class ContractReport:
             "examples_per_second": self.examples_per_second(),
             "exit_status": self.exit_status,
             "totals": {"passed": total.passed, "failed": total.failed, "skipped": total.skipped},
+            "strict": self.strict,
+            "strength": self.strength_counts(),
+            "choice_differences": [
+                {"nodeid": record.nodeid, "provider": record.provider, "operation": record.operation, **check}
+                for record, check in self.differences()
+            ],
             "tests": [asdict(r) for r in self.records.values()],
             "cells": [{"provider": p, "operation": o, **asdict(t)} for (p, o), t in sorted(self.tallies().items())],
             "deviations": [asdict(d) for d in deviations()],
@@ -315,10 +381,29 @@ class ContractReport:
             lines.append(f"| {_md(operation)} | " + " | ".join(row) + " |")
         total = self.totals()
         lines += ["", f"Totals: {total.passed} passed, {total.failed} failed, {total.skipped} skipped."]
+        lines += ["", f"Checks by strength: {self.strength_line()}."]
         problems = [r for r in self.records.values() if r.outcome in ("failed", "error")]
         if problems:
             lines += ["", "## Failures", ""]
             lines += [f"- **{r.provider} · {r.operation}** `{r.nodeid}`: {_md(r.reason)}" for r in problems]
+        differing = self.differences()
+        if differing:
+            lines += [
+                "",
+                "## Checks that differ from sandproof's choice",
+                "",
+                "The sources are silent here and sandproof chose; the target decided otherwise. These do not fail a "
+                "default run (`sandproof check --strict` fails on them).",
+                "",
+                "| contract | test | sandproof's choice | counterexample |",
+                "|---|---|---|---|",
+            ]
+            for record, check in differing:
+                example = _example(check)
+                lines.append(
+                    f"| `{check['contract']}` | `{_md(record.nodeid)}` | {_md(check.get('source', ''))} | "
+                    f"{_md(shorten(example, 400))} |"
+                )
         skips: dict[tuple[str, str, str], int] = defaultdict(int)
         for r in self.records.values():
             if r.outcome in ("skipped", "xfailed"):
@@ -356,6 +441,14 @@ class ContractReport:
         results = directory / "results.json"
         results.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
         return [matrix, results]
+
+
+def _example(check: Mapping[str, Any]) -> str:
+    """Return a differing check's counterexample, with what the check said about it first."""
+    message, example = check.get("message"), check.get("counterexample")
+    if message and example:
+        return f"{message} (input: {example})"
+    return str(message or example or "")
 
 
 def _cell(tally: Tally | None, flagged: bool) -> str:

@@ -1,8 +1,19 @@
-"""A faithful mock of the TensorLake sandbox API: lifecycle, sandbox proxy and in-sandbox management API."""
+"""A faithful mock of the TensorLake sandbox API: lifecycle, sandbox proxy and in-sandbox management API.
 
-from .gate import TensorLakeGate
-from .mock import DEFAULT_API_KEY, DEFAULT_INGRESS_DOMAIN, DEFAULT_PORT, TensorLakeMock, sdk_env
-from .models import Timings
+The public names load lazily, so that ``import mockserver.tensorlake.model`` (the rules) loads no web stack.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mockserver.core.environment import DEFAULT_API_KEY
+
+    from .mock import DEFAULT_INGRESS_DOMAIN, DEFAULT_PORT, TensorLakeMock, sdk_env
+    from .model.gate import TensorLakeGate
+    from .model.store import Timings
 
 __all__ = [
     "DEFAULT_API_KEY",
@@ -13,3 +24,27 @@ __all__ = [
     "Timings",
     "sdk_env",
 ]
+
+_HOMES = {
+    "DEFAULT_API_KEY": "mockserver.core.environment",
+    "DEFAULT_INGRESS_DOMAIN": "mockserver.tensorlake.mock",
+    "DEFAULT_PORT": "mockserver.tensorlake.mock",
+    "TensorLakeMock": "mockserver.tensorlake.mock",
+    "sdk_env": "mockserver.tensorlake.mock",
+    "TensorLakeGate": "mockserver.tensorlake.model.gate",
+    "Timings": "mockserver.tensorlake.model.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from the module that defines it, on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -2,51 +2,56 @@
 
 Start it with ``with TensorLakeMock().server() as server:`` and point the real SDK at it with
 :func:`sdk_env`. Lifecycle calls, the sandbox proxy and the in-sandbox management API are all served
-from the one socket; the Host header decides which (see :mod:`.ingress`).
+from the one socket; the Host header decides which (see :mod:`.model.ingress`).
 
-Known deviations from the real service (see also the docstrings of :mod:`.models`, :mod:`.routes`,
-:mod:`.ingress` and :mod:`.management`): no TLS, no regions, no pools, no PTY or tunnels; timings are
-virtual and default to instant; DNS answers come from the mock's ``DnsTable``.
+This module only composes: the rules are the model's (:mod:`.model`), the HTTP layer is :mod:`.routes`, and
+commands run in the process runtime of :mod:`.processes`. The rest are the test helpers a test calls directly.
+
+Known deviations from the real service (see also the docstrings of :mod:`.model` and its modules): no TLS,
+no regions, no pools, no PTY or tunnels; timings are virtual and default to instant; DNS answers come from
+the mock's ``DnsTable``.
 """
 
 from __future__ import annotations
 
-import re
-import secrets
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 
-from mockserver.asgi.middleware import ADMIN_PREFIX
-from mockserver.asgi.requests import read_json
 from mockserver.core import environment
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
 from mockserver.core.environment import DEFAULT_API_KEY
-from mockserver.core.errors import ApiError, json_object
 from mockserver.core.faults import FaultRule
 from mockserver.sandbox.commands import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Handler
 from mockserver.service import HttpMock
 
-from .gate import TensorLakeGate
-from .ingress import Ingress, echo_app
-from .management import ManagementApi, Runtime
-from .models import CreateOutcome, TensorLakeModel, Timings
-from .records import Sandbox, Session, owner_id
-from .routes import LifecycleRoutes, is_loopback_host
+from .model import admin
+from .model.admin import DEFAULT_ORGANIZATION, DEFAULT_PROJECT
+from .model.auth import KeyRing
+from .model.gate import TensorLakeGate
+from .model.ingress import IngressRules
+from .model.lifecycle import LifecycleApi
+from .model.records import Sandbox
+from .model.state import TensorLakeModel
+from .model.store import Timings
+from .processes import EmulatorRuntime
+from .routes.admin import AdminContext, admin_routes, new_session_token
+from .routes.common import CollapseSlashes
+from .routes.echo import echo_app
+from .routes.ingress import Ingress, IngressContext
+from .routes.lifecycle import LifecycleContext, LifecycleRoutes
+from .routes.management import ManagementApi, ManagementContext
+
+__all__ = ["DEFAULT_API_KEY", "DEFAULT_INGRESS_DOMAIN", "DEFAULT_PORT", "TensorLakeMock", "sdk_env"]
 
 DEFAULT_PORT = 8911
 DEFAULT_INGRESS_DOMAIN = "sandbox.localhost"
-DEFAULT_BUDGET_MS = 300_000
-_SLASHES = re.compile(r"/{2,}")
 
 
 def sdk_env(server_url: str, api_key: str = DEFAULT_API_KEY) -> dict[str, str]:
@@ -56,20 +61,6 @@ def sdk_env(server_url: str, api_key: str = DEFAULT_API_KEY) -> dict[str, str]:
     makes the SDK talk to the real cloud. ``NO_PROXY`` keeps loopback traffic off any proxy.
     """
     return environment.sdk_env("tensorlake", server_url, api_key)
-
-
-class CollapseSlashes:
-    """Collapse runs of ``/`` in the path (a trailing slash on ``api_url`` makes the SDK send ``//v1``)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] in ("http", "websocket") and "//" in path:
-            clean = _SLASHES.sub("/", path)
-            scope = {**scope, "path": clean, "raw_path": clean.encode("latin-1", "replace")}
-        await self.app(scope, receive, send)
 
 
 class TensorLakeMock(HttpMock):
@@ -94,22 +85,27 @@ class TensorLakeMock(HttpMock):
             raise ValueError(f"ingress_domain must be a bare host name, got {ingress_domain!r}")
         self.ingress_domain = domain
         self.http = http or HttpTable()
-        self.model = TensorLakeModel(self.clock, self.ids, self.dns.resolve)
-        self.model.on_terminate = self._on_terminate
-        self.management = ManagementApi(self)
-        self.lifecycle = LifecycleRoutes(self)
-        self._port_apps: dict[tuple[str, int], ASGIApp] = {}
         self.commands: dict[str, Handler] = {}
-        self.api_keys: frozenset[str] | None = None if api_keys is None else frozenset(api_keys)
+        self._port_apps: dict[tuple[str, int], ASGIApp] = {}
+        self.model = self.new_model(KeyRing.of(api_keys))
+        self.model.on_terminate = self._on_terminate
+        self.runtime = EmulatorRuntime(self.clock, self.emulator_for)
+        self.lifecycle = LifecycleApi(self.model, self.ingress_domain)
+        self.ingress = IngressRules(self.model)
+
+    def new_model(self, keys: KeyRing) -> TensorLakeModel:
+        """Return the state model this mock serves."""
+        return TensorLakeModel(self.clock, self.ids, self.dns.resolve, keys)
+
+    def new_gate(self, sandbox: Sandbox) -> TensorLakeGate:
+        """Return the egress gate a sandbox's commands go through."""
+        return TensorLakeGate(sandbox, self.dns)
 
     # -- MockCore hooks --------------------------------------------------------------------------
 
     def reset_state(self) -> None:
         """Forget every sandbox, snapshot, session, registered port app and pending create outcome."""
-        for sandbox in list(self.model.sandboxes.values()):
-            self._on_terminate(sandbox)
         self.model.reset()
-        self.model.timings = Timings()
         self._port_apps.clear()
 
     def dump_state(self) -> dict[str, Any]:
@@ -120,54 +116,80 @@ class TensorLakeMock(HttpMock):
         """Replace the state with :meth:`dump_state` output."""
         self.model.load(data)
 
-    def routes(self) -> list[BaseRoute]:
-        """Return the lifecycle routes (both trees)."""
-        return self.lifecycle.routes()
-
     def on_clock_advance(self) -> None:
         """Apply the transitions and timeouts that became due."""
         self.model.settle_all()
 
-    def build_app(self) -> ASGIApp:
-        """Put the sandbox proxy in front of the admin and lifecycle routes, all inside faults and journal."""
-        api = Starlette(routes=[*self.routes(), *self.admin_routes()], exception_handlers=self.exception_handlers())
-        return self.wrap(CollapseSlashes(Ingress(self, api)))
+    # -- composition -----------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        """Return the lifecycle routes (both trees)."""
+        return LifecycleRoutes(LifecycleContext(self.lifecycle, self.clock)).routes()
+
+    def sandbox_summaries(self) -> list[dict[str, Any]]:
+        """Return every tenant's live sandboxes for the dashboard (see :func:`admin.sandbox_summaries`)."""
+        return admin.sandbox_summaries(self.model)
 
     def extra_admin_routes(self) -> list[BaseRoute]:
         """Return the TensorLake admin routes under ``/_mock/tensorlake``."""
-        p = f"{ADMIN_PREFIX}/tensorlake"
-        return [
-            Route(f"{p}/timings", self._admin_timings, methods=["GET", "POST"]),
-            Route(f"{p}/sessions", self._admin_session, methods=["POST"]),
-            Route(f"{p}/create-outcomes", self._admin_outcome, methods=["POST"]),
-            Route(f"{p}/api-keys", self._admin_api_keys, methods=["GET", "PUT"]),
-        ]
+        return admin_routes(AdminContext(self.model))
 
-    def key_is_valid(self, key: str) -> bool:
-        """Tell whether ``key`` is an API key the mock accepts (any key when ``api_keys`` is None)."""
-        return self.api_keys is None or key in self.api_keys
+    def management_app(self) -> ASGIApp:
+        """Return the in-sandbox management API's app."""
+        return ManagementApi(ManagementContext(self.model, self.runtime, self.clock)).app
+
+    def front_door(self, fallback: ASGIApp) -> ASGIApp:
+        """Return the sandbox proxy in front of ``fallback`` (the lifecycle and admin routes)."""
+        context = IngressContext(self.ingress, self.ingress_domain, self.clock, self.management_app(), self.port_app)
+        return Ingress(context, fallback)
+
+    def build_app(self) -> ASGIApp:
+        """Put the sandbox proxy in front of the admin and lifecycle routes, all inside faults and journal."""
+        api = Starlette(routes=[*self.routes(), *self.admin_routes()], exception_handlers=self.exception_handlers())
+        return self.wrap(CollapseSlashes(self.front_door(api)))
+
+    def emulator_for(self, sandbox: Sandbox) -> CommandEmulator:
+        """Return a command emulator for ``sandbox`` whose network goes through its policy gate."""
+        return CommandEmulator(sandbox.fs, gate=self.new_gate(sandbox), http=self.http, handlers=self.commands)
+
+    def _on_terminate(self, sandbox: Sandbox) -> None:
+        self.runtime.close(sandbox.id)
+        for key in [k for k in self._port_apps if k[0] == sandbox.id]:
+            del self._port_apps[key]
 
     # -- test helpers ----------------------------------------------------------------------------
 
+    @property
+    def api_keys(self) -> frozenset[str] | None:
+        """Return the accepted API keys (None: any key, each its own project)."""
+        return self.model.keys.keys
+
+    @api_keys.setter
+    def api_keys(self, keys: Iterable[str] | None) -> None:
+        self.model.keys = KeyRing.of(keys)
+
+    def key_is_valid(self, key: str) -> bool:
+        """Tell whether ``key`` is an API key the mock accepts (any key when ``api_keys`` is None)."""
+        return self.model.keys.accepts(key)
+
     def set_timings(self, **seconds: float) -> Timings:
         """Set how many virtual seconds transitions take (startup, suspend, resume, snapshot, resize)."""
-        unknown = sorted(set(seconds) - set(vars(Timings())))
-        if unknown:
-            raise ValueError(f"unknown timing(s): {', '.join(unknown)}")
-        for key, value in seconds.items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"timing {key} must be a non-negative number")
-            setattr(self.model.timings, key, float(value))
+        self.model.timings = admin.timings_from(self.model.timings, dict(seconds))
         return self.model.timings
 
     def create_session(
-        self, api_key: str = DEFAULT_API_KEY, organization_id: str = "org_sandproof", project_id: str = "proj_sandproof"
+        self,
+        api_key: str = DEFAULT_API_KEY,
+        organization_id: str = DEFAULT_ORGANIZATION,
+        project_id: str = DEFAULT_PROJECT,
     ) -> str:
         """Issue a browser session token (the ``tl.session_token`` cookie) for ``api_key``'s project."""
-        token = secrets.token_urlsafe(24)
-        with self.model.lock:
-            self.model.sessions[token] = Session(token, owner_id(api_key), organization_id, project_id)
-        return token
+        body = {"api_key": api_key, "organization_id": organization_id, "project_id": project_id}
+        return admin.create_session(self.model, new_session_token(), body).token
+
+    def register_command(self, name: str, handler: Handler) -> None:
+        """Add (or replace) a command every sandbox's emulator runs with ``handler``."""
+        self.commands[name] = handler
 
     def register_port_app(self, sandbox: str, port: int, app: ASGIApp) -> None:
         """Serve ``app`` (any ASGI app) on user ``port`` of a sandbox (id, or a name unique across tenants)."""
@@ -186,11 +208,12 @@ class TensorLakeMock(HttpMock):
         self, reason: str = "ConfigurationError", *, status: int = 422, error_details: Any = None
     ) -> None:
         """Make the next create fail: the sandbox is recorded as ``failed`` and the failure payload returned."""
-        self.model.outcomes.append(CreateOutcome("failed", status, reason, error_details))
+        body = {"kind": "failed", "reason": reason, "status": status, "error_details": error_details}
+        admin.queue_outcome(self.model, body)
 
     def time_out_next_create(self) -> None:
         """Make the next create answer ``504 {"status": "timeout"}`` and stay pending until released."""
-        self.model.outcomes.append(CreateOutcome("timeout", 504))
+        admin.queue_outcome(self.model, {"kind": "timeout"})
 
     def release(self, sandbox: str) -> None:
         """Let a sandbox stuck pending (after :meth:`time_out_next_create`) start now."""
@@ -215,124 +238,3 @@ class TensorLakeMock(HttpMock):
         return self.faults.add(
             FaultRule(method=method, path=path, status=status, body=payload, times=times, sandbox_id=sandbox_id)
         )
-
-    # -- used by routes, proxy and management ----------------------------------------------------
-
-    def request_budget(self, request: Request) -> float:
-        """Return the seconds a blocking call may take: the SDK's request timeout minus its grace."""
-        timeout = request.headers.get("x-tensorlake-request-timeout-ms", "")
-        grace = request.headers.get("x-tensorlake-request-timeout-grace-ms", "")
-        total = int(timeout) if timeout.isascii() and timeout.isdigit() else DEFAULT_BUDGET_MS
-        spare = int(grace) if grace.isascii() and grace.isdigit() else 0
-        return max(0.0, (total - spare) / 1000)
-
-    async def wait_until(self, deadline: float | None, budget: float) -> float:
-        """Wait on the virtual clock until ``deadline`` (at most ``budget`` seconds); return the wait.
-
-        A manual clock never blocks a request (time moves only when a test says so), and neither does
-        a deadline of None (a sandbox held back until released).
-        """
-        if deadline is None or budget <= 0 or self.clock.mode == "manual":
-            return 0.0
-        span = min(deadline - self.clock.now(), budget)
-        if span <= 0:
-            return 0.0
-        await self.clock.async_sleep(span, real_timeout=span + 1.0)
-        return span
-
-    def emulator_for(self, sandbox: Sandbox) -> CommandEmulator:
-        """Return a command emulator for ``sandbox`` whose network goes through its policy gate."""
-        gate = TensorLakeGate(sandbox, self.dns)
-        return CommandEmulator(sandbox.fs, gate=gate, http=self.http, handlers=self.commands)
-
-    def register_command(self, name: str, handler: Handler) -> None:
-        """Add (or replace) a command every sandbox's emulator runs with ``handler``."""
-        self.commands[name] = handler
-
-    def runtime_of(self, sandbox: Sandbox) -> Runtime:
-        """Return the daemon state of ``sandbox`` (created on first use)."""
-        with self.model.lock:
-            if not isinstance(sandbox.runtime, Runtime):
-                sandbox.runtime = Runtime(self, sandbox)
-            return sandbox.runtime
-
-    def logs_of(self, sandbox: Sandbox) -> list[dict[str, Any]]:
-        """Return the log entries of ``sandbox``, oldest first."""
-        runtime = sandbox.runtime
-        return list(runtime.logs) if isinstance(runtime, Runtime) else []
-
-    def log_processes_of(self, sandbox: Sandbox) -> list[dict[str, Any]]:
-        """Return one summary per process that wrote log lines."""
-        runtime = sandbox.runtime
-        if not isinstance(runtime, Runtime):
-            return []
-        grouped: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for entry in runtime.logs:
-            grouped[entry["pid"]].append(entry)
-        out = []
-        for pid, entries in grouped.items():
-            proc = runtime.processes.get(pid)
-            out.append(
-                {
-                    "processId": str(pid),
-                    "processPid": str(pid),
-                    "processCommand": proc.command if proc else "",
-                    "processManagedId": "",
-                    "processManagedName": (proc.name or "") if proc else "",
-                    "firstSeen": entries[0]["signal"]["timestamp"],
-                    "lastSeen": entries[-1]["signal"]["timestamp"],
-                    "logCount": len(entries),
-                }
-            )
-        return out
-
-    def _on_terminate(self, sandbox: Sandbox) -> None:
-        if isinstance(sandbox.runtime, Runtime):
-            sandbox.runtime.close()
-        for key in [k for k in self._port_apps if k[0] == sandbox.id]:
-            del self._port_apps[key]
-
-    # -- admin routes ----------------------------------------------------------------------------
-
-    async def _admin_timings(self, request: Request) -> Response:
-        if request.method == "POST":
-            body = json_object(await read_json(request))
-            try:
-                self.set_timings(**body)
-            except (ValueError, TypeError) as exc:
-                raise ApiError(400, "invalid_timings", str(exc)) from exc
-        return JSONResponse(self.model.timings.to_json())
-
-    async def _admin_api_keys(self, request: Request) -> Response:
-        if request.method == "PUT":
-            keys = json_object(await read_json(request)).get("api_keys")
-            if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys)):
-                raise ApiError(400, "invalid_api_keys", "api_keys must be a list of strings or null")
-            self.api_keys = None if keys is None else frozenset(keys)
-        return JSONResponse({"api_keys": None if self.api_keys is None else sorted(self.api_keys)})
-
-    async def _admin_session(self, request: Request) -> Response:
-        body = json_object(await read_json(request, empty={}))
-        args = {k: body[k] for k in ("api_key", "organization_id", "project_id") if k in body}
-        if not all(isinstance(v, str) and v for v in args.values()):
-            raise ApiError(400, "invalid_session", "api_key, organization_id and project_id must be strings")
-        return JSONResponse({"token": self.create_session(**args)}, status_code=201)
-
-    async def _admin_outcome(self, request: Request) -> Response:
-        body = json_object(await read_json(request))
-        kind = body.get("kind")
-        if kind == "timeout":
-            self.time_out_next_create()
-        elif kind == "failed":
-            status = body.get("status", 422)
-            if not isinstance(status, int) or not 400 <= status <= 599:
-                raise ApiError(400, "invalid_outcome", "status must be an HTTP error status")
-            self.fail_next_create(
-                str(body.get("reason", "ConfigurationError")), status=status, error_details=body.get("error_details")
-            )
-        else:
-            raise ApiError(400, "invalid_outcome", "kind must be 'failed' or 'timeout'")
-        return JSONResponse({"queued": kind}, status_code=201)
-
-
-__all__ = ["DEFAULT_API_KEY", "DEFAULT_PORT", "TensorLakeMock", "is_loopback_host", "sdk_env"]

@@ -27,6 +27,8 @@ def test_pytest_args_carry_every_option(tmp_path: Path) -> None:
     assert argv[argv.index("-k") + 1] == "list" and "-v" in argv and "--collect-only" not in argv
     listing = cli.pytest_args(cli.build_parser().parse_args(["--list", "--container"]), tmp_path)
     assert "--collect-only" in listing and "--sandproof-container" in listing and "-qq" in listing
+    assert "--sandproof-strict" not in argv and "--sandproof-strict" not in listing
+    assert "--sandproof-strict" in cli.pytest_args(cli.build_parser().parse_args(["--strict"]), tmp_path)
 
 
 def test_concurrency_reaches_the_plugin_only_when_given(tmp_path: Path) -> None:
@@ -99,8 +101,9 @@ def test_check_fails_a_wrong_engine_and_writes_the_report(tmp_path: Path) -> Non
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("sandproof check: target policy:tests.harness.fakes:allow_everything: opensandbox:")
     assert re.search(
-        r"sandproof check FAILED: 0 passed, 1 failed, \d+ skipped against policy:tests.harness.fakes", done.stdout
+        r"sandproof check FAILED: 0 passed, 2 failed, \d+ skipped against policy:tests.harness.fakes", done.stdout
     )
+    assert re.search(r"^sandproof check: spec \d+ passed, \d+ failed · observed \d+ passed", done.stdout, re.MULTILINE)
     assert re.search(r"^opensandbox +network-policy +0 +1 +0 ", done.stdout, re.MULTILINE)
     assert "| network-policy | ⏭ skipped | ❌ 0/1 passed |" in (report / "fidelity.md").read_text(encoding="utf-8")
     assert json.loads((report / "results.json").read_text(encoding="utf-8"))["profile"] == "dev"

@@ -1,4 +1,8 @@
-"""Deliberately wrong OpenSandbox policy engines: each must fail at least one contract check."""
+"""Deliberately wrong OpenSandbox policy engines: each must fail at least one contract check.
+
+``caught_by`` names the check aimed at a mutant; a choice mutant (``choice`` says why) differs only where the
+OpenSandbox documents are silent and is caught by a ``choice`` check, which fails only a ``--strict`` run.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +18,14 @@ class Mutant(OpenSandboxReferenceEngine):
     """Reference behaviour except for one seeded fault; ``caught_by`` names a check that exposes it."""
 
     caught_by = ""
+    choice = ""
 
 
 class WildcardMatchesApex(Mutant):
     """``*.example.com`` also matches ``example.com``."""
 
-    caught_by = "wildcard_excludes_apex"
+    caught_by = "wildcard_apex"
+    choice = "the egress documents name *.example.com but never say whether it matches example.com"
 
     def allows_egress(self, policy: Json | None, host: str) -> bool:
         """Scan rules, letting a wildcard match its apex too."""
@@ -79,6 +85,7 @@ class CaseSensitive(Mutant):
     """Targets and hosts are compared exactly as spelled."""
 
     caught_by = "case_and_trailing_dot_ignored"
+    choice = "the egress documents do not say whether targets and hosts compare without letter case"
 
     def allows_egress(self, policy: Json | None, host: str) -> bool:
         """Scan the raw rules with case-sensitive string comparison."""
@@ -107,7 +114,7 @@ class DefaultDenyOnEmpty(Mutant):
 class AcceptsAnyAction(Mutant):
     """Validation accepts any action spelling (``Allow``, ``reject`` ...)."""
 
-    caught_by = "validate_agrees"
+    caught_by = "validate_spec"
 
     def validate(self, policy: Json) -> None:
         """Validate after coercing every rule's action to allow."""
@@ -125,7 +132,8 @@ class AcceptsAnyAction(Mutant):
 class DeleteCaseSensitive(Mutant):
     """DELETE compares targets as spelled, so ``A.com`` does not remove ``a.com``."""
 
-    caught_by = "delete_agrees_and_removes"
+    caught_by = "delete_form"
+    choice = "the egress documents do not say whether DELETE matches a target written in another letter case"
 
     def delete(self, policy: Json | None, targets: list[str]) -> Json:
         """Drop raw rules whose spelling is listed verbatim."""

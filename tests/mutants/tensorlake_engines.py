@@ -2,7 +2,9 @@
 
 Every mutant follows the JSON engine protocol and differs from the reference in one plausible way. Most wrap
 the reference and bend one answer; the matching bugs live in ``_ScanEngine``, a small linear-scan engine
-whose knobs switch individual mistakes on.
+whose knobs switch individual mistakes on. ``caught_by`` names the check aimed at it. A mutant that differs
+only where the networking docs are silent is a choice mutant: ``choice`` says why, and only a ``choice`` check
+(failing a ``--strict`` run) catches it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class Mutant(TensorLakeReferenceEngine):
 
     defect: ClassVar[str] = ""
     caught_by: ClassVar[str] = ""
+    choice: ClassVar[str] = ""
 
     def canonical(self, network: Network) -> Network:
         """Return the reference's normalised form of a valid ``network``."""
@@ -109,6 +112,7 @@ class CaseSensitive(_ScanEngine):
 
     defect = "case-sensitive host matching"
     caught_by = "case_insensitive"
+    choice = "the networking docs never say whether hosts and entries compare without letter case"
     case_sensitive = True
 
 
@@ -117,6 +121,7 @@ class NoIdna(_ScanEngine):
 
     defect = "IDNA not applied"
     caught_by = "idna"
+    choice = "the networking docs say nothing of non-ASCII names or their punycode spelling"
     apply_idna = False
 
 
@@ -179,7 +184,7 @@ class DnsAllowedWithoutInternet(Mutant):
     """DNS to the resolver is allowed in the (false, non-empty) row even when the resolver is not listed."""
 
     defect = "DNS allowed where the table blocks it"
-    caught_by = "dns_agrees"
+    caught_by = "row_no_internet"
 
     def allows_dns(self, network: Network | None, resolver_ip: str) -> bool:
         """Treat allow_internet_access=false like true once allow_out is non-empty."""
@@ -192,7 +197,7 @@ class DnsOpenWhenBlocked(Mutant):
     """DNS stays open in the (false, empty) row, which blocks all egress."""
 
     defect = "DNS allowed in the block-all row"
-    caught_by = "dns_agrees"
+    caught_by = "row_blocked"
 
     def allows_dns(self, network: Network | None, resolver_ip: str) -> bool:
         """Allow DNS whenever allow_out is empty."""
@@ -205,7 +210,7 @@ class DnsBlockedDespiteInternet(Mutant):
     """The (true, non-empty) row blocks DNS unless the resolver is listed, as if the flag were false."""
 
     defect = "DNS blocked where the table allows it"
-    caught_by = "dns_agrees"
+    caught_by = "row_allow_internet"
 
     def allows_dns(self, network: Network | None, resolver_ip: str) -> bool:
         """Treat allow_internet_access=true like false once allow_out is non-empty."""
@@ -295,7 +300,8 @@ class WildcardsResolved(Mutant):
     """Wildcard entries are resolved too (as their base name) and reject the update when they fail."""
 
     defect = "wildcards resolved"
-    caught_by = "unresolvable_rejected"
+    caught_by = "wildcards_not_resolved"
+    choice = "the docs reject unresolvable hostnames but do not say whether wildcard entries are resolved"
 
     def apply_update(self, current: Network | None, patch_body: Network, resolve: Resolver) -> Network | None:
         """Resolve the base name of every wildcard before applying."""
@@ -311,7 +317,7 @@ class WildcardAllowedInDeny(Mutant):
     """``deny_out`` accepts wildcard entries (and ignores them)."""
 
     defect = "wildcard accepted in deny_out"
-    caught_by = "validation_agrees"
+    caught_by = "documented_forms"
 
     def _strip(self, network: Any) -> Any:
         if isinstance(network, dict) and isinstance(network.get("deny_out"), list):

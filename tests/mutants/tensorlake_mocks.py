@@ -1,7 +1,8 @@
 """Deliberately wrong TensorLake mocks: each must make ``harness.machines.tensorlake.machine`` fail.
 
-Every mutant is a :class:`TensorLakeMock` with one plausible defect, put in by swapping one part: the
-HTTP-free model, the lifecycle routes, the sandbox proxy or the egress gate. ``defect`` says what is wrong,
+Every mutant is a :class:`TensorLakeMock` with one plausible defect, put in by swapping one part of the mock:
+its state model, its lifecycle API, its lifecycle routes, its proxy rules or its egress gate. The machine's
+oracle keeps the true model functions, so a mutant is caught only if the contracts see the defect. ``defect`` says what is wrong,
 ``caught_by`` names the operation group of :data:`harness.machines.tensorlake.machine.OPERATIONS` aimed at it.
 Importing this module registers them with :mod:`harness.reporting.mutation` as suite ``tensorlake-api``.
 """
@@ -10,26 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import BaseRoute
 
 from contracts.tensorlake import Decision, NetworkConfig, PolicyError, decide_egress
 from harness.reporting.mutation import register_mutants
-from mockserver.sandbox.commands import CommandEmulator
+from mockserver.core.errors import ApiError
 from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
-from mockserver.tensorlake.ingress import Ingress, Target
-from mockserver.tensorlake.mock import CollapseSlashes
-from mockserver.tensorlake.models import TensorLakeModel, conflict
-from mockserver.tensorlake.records import Sandbox
-from mockserver.tensorlake.routes import LifecycleRoutes
-from mockserver.tensorlake.validate import CreateRequest, PatchRequest
+from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, LifecycleApi, ProxyRequest, TensorLakeModel
+from mockserver.tensorlake.model.auth import bearer_key
+from mockserver.tensorlake.model.records import Sandbox, owner_id
+from mockserver.tensorlake.model.validate import CreateRequest, PatchRequest, conflict
+from mockserver.tensorlake.routes.lifecycle import LifecycleContext, LifecycleRoutes
 
-LEAKED_COOKIE = "sandproof_leaked_cookie"
 SUITE = "tensorlake-api"
+Headers = list[tuple[bytes, bytes]]
 
 
 class MutantMock(TensorLakeMock):
@@ -38,25 +38,27 @@ class MutantMock(TensorLakeMock):
     defect: ClassVar[str] = ""
     caught_by: ClassVar[str] = ""
     model_class: ClassVar[type[TensorLakeModel]] = TensorLakeModel
+    lifecycle_class: ClassVar[type[LifecycleApi]] = LifecycleApi
     routes_class: ClassVar[type[LifecycleRoutes]] = LifecycleRoutes
-    ingress_class: ClassVar[type[Ingress]] = Ingress
+    ingress_class: ClassVar[type[IngressRules]] = IngressRules
     gate_class: ClassVar[type[TensorLakeGate]] = TensorLakeGate
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.model = self.model_class(self.clock, self.ids, self.dns.resolve)
-        self.model.on_terminate = self._on_terminate
-        self.lifecycle = self.routes_class(self)
+        self.lifecycle = self.lifecycle_class(self.model, self.ingress_domain)
+        self.ingress = self.ingress_class(self.model)
 
-    def build_app(self) -> ASGIApp:
-        """Build the app like the real mock, with this mutant's proxy class."""
-        api = Starlette(routes=[*self.routes(), *self.admin_routes()], exception_handlers=self.exception_handlers())
-        return self.wrap(CollapseSlashes(self.ingress_class(self, api)))
+    def new_model(self, keys: KeyRing) -> TensorLakeModel:
+        """Return this mutant's state model."""
+        return self.model_class(self.clock, self.ids, self.dns.resolve, keys)
 
-    def emulator_for(self, sandbox: Sandbox) -> CommandEmulator:
-        """Return a command emulator whose network goes through this mutant's gate."""
-        gate = self.gate_class(sandbox, self.dns)
-        return CommandEmulator(sandbox.fs, gate=gate, http=self.http, handlers=self.commands)
+    def new_gate(self, sandbox: Sandbox) -> TensorLakeGate:
+        """Return this mutant's egress gate."""
+        return self.gate_class(sandbox, self.dns)
+
+    def routes(self) -> list[BaseRoute]:
+        """Return this mutant's lifecycle routes."""
+        return self.routes_class(LifecycleContext(self.lifecycle, self.clock)).routes()
 
 
 # --- wrong models -------------------------------------------------------------------------------------------
@@ -240,17 +242,17 @@ class NoWaitCreate200(MutantMock):
 # --- wrong proxies ------------------------------------------------------------------------------------------
 
 
-class _PublicManagementIngress(Ingress):
-    async def admit(self, scope: Scope, target: Target) -> Sandbox:
-        sandbox = self.mock.model.find_any(target.label)
+class _PublicManagementIngress(IngressRules):
+    def check(self, request: ProxyRequest, keys: KeyRing | None = None) -> Sandbox:
+        sandbox = self.model.find_any(request.target.label)
         if (
-            target.port == 9501
+            request.target.port == 9501
             and sandbox is not None
             and sandbox.allow_unauthenticated_access
             and sandbox.status == "running"
         ):
             return sandbox
-        return await super().admit(scope, target)
+        return super().check(request, keys)
 
 
 class ManagementPortPublic(MutantMock):
@@ -261,13 +263,11 @@ class ManagementPortPublic(MutantMock):
     ingress_class = _PublicManagementIngress
 
 
-class _CookieLeakIngress(Ingress):
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            raw = [value for key, value in scope.get("headers") or [] if key == b"cookie"]
-            if raw:
-                scope.setdefault("state", {})[LEAKED_COOKIE] = raw
-        await super().__call__(scope, receive, send)
+class _CookieLeakIngress(IngressRules):
+    def forwarded(self, headers: Iterable[tuple[bytes, bytes]], admission: Admission) -> Headers:
+        kept = list(headers)
+        cookies = [(k, v) for k, v in kept if k == b"cookie"]
+        return [(k, v) for k, v in super().forwarded(kept, admission) if k != b"cookie"] + cookies
 
 
 class SessionCookieForwarded(MutantMock):
@@ -277,18 +277,34 @@ class SessionCookieForwarded(MutantMock):
     caught_by = "ports-ingress"
     ingress_class = _CookieLeakIngress
 
-    def port_app(self, sandbox_id: str, port: int) -> ASGIApp:
-        """Return the port app behind a wrapper that puts the original Cookie header back."""
-        inner = super().port_app(sandbox_id, port)
 
-        async def leaky(scope: Scope, receive: Receive, send: Send) -> None:
-            raw = (scope.get("state") or {}).get(LEAKED_COOKIE)
-            if raw:
-                headers = [(k, v) for k, v in scope.get("headers") or [] if k != b"cookie"]
-                scope = {**scope, "headers": headers + [(b"cookie", value) for value in raw]}
-            await inner(scope, receive, send)
+class _ForeignKeyInvalidIngress(IngressRules):
+    def authorise(self, request: ProxyRequest, sandbox: Sandbox, keys: KeyRing) -> None:
+        key = bearer_key(request.authorization)
+        if key is not None and owner_id(key) != sandbox.owner:
+            raise ApiError(401, "INVALID_API_KEY", "the API key is not valid")
+        super().authorise(request, sandbox, keys)
 
-        return leaky
+
+class ForeignKeyCalledInvalid(MutantMock):
+    """Another project's valid key is refused as an invalid key (401) instead of a forbidden one (403)."""
+
+    defect = "a foreign project's key answers 401 instead of 403"
+    caught_by = "ports-ingress"
+    ingress_class = _ForeignKeyInvalidIngress
+
+
+class _KeyLeakIngress(IngressRules):
+    def forwarded(self, headers: Iterable[tuple[bytes, bytes]], admission: Admission) -> Headers:
+        return super().forwarded(headers, dataclasses.replace(admission, strip_authorization=False))
+
+
+class ProjectKeyForwarded(MutantMock):
+    """The caller's ``Authorization: Bearer <project key>`` reaches the sandbox's app."""
+
+    defect = "the project API key is forwarded to the sandbox"
+    caught_by = "ports-ingress"
+    ingress_class = _KeyLeakIngress
 
 
 # --- wrong egress gates -------------------------------------------------------------------------------------
@@ -348,6 +364,8 @@ MUTANTS: tuple[type[MutantMock], ...] = (
     NoWaitCreate200,
     ManagementPortPublic,
     SessionCookieForwarded,
+    ProjectKeyForwarded,
+    ForeignKeyCalledInvalid,
     DenyDoesNotWin,
     WildcardMatchesApex,
 )
@@ -365,6 +383,7 @@ __all__ = [
     "SUITE",
     "DenyDoesNotWin",
     "ExposesManagementPort",
+    "ForeignKeyCalledInvalid",
     "HalfAppliedPatch",
     "ManagementPortPublic",
     "MutantMock",
@@ -373,6 +392,7 @@ __all__ = [
     "OmittedNetworkClears",
     "PatchNullIgnored",
     "PortsNotNormalised",
+    "ProjectKeyForwarded",
     "SessionCookieForwarded",
     "SuspendEphemeral",
     "TimeoutKillsNamed",

@@ -119,6 +119,38 @@ def test_session_cookie_is_stripped_and_the_rest_passes(http: httpx.Client, anon
     assert echoed["headers"]["x-custom"] == "kept" and echoed["sandbox_id"] == sid
 
 
+@pytest.mark.parametrize("public", [False, True])
+def test_the_project_key_never_reaches_the_sandbox(http: httpx.Client, anon: httpx.Client, public: bool) -> None:
+    sid = make(http, exposed_ports=[8080], allow_unauthenticated_access=public)
+    for key in (API_KEY, OTHER_KEY):
+        headers = {"host": host(sid, 8080), "authorization": f"Bearer {key}", "x-custom": "kept"}
+        response = anon.get("/echo", headers=headers)
+        if not public and key == OTHER_KEY:
+            assert response.status_code == 403, response.text
+            continue
+        assert response.status_code == 200, response.text
+        echoed = response.json()
+        assert "authorization" not in echoed["headers"], echoed["headers"]
+        assert key not in json.dumps(echoed)
+        assert echoed["headers"]["x-custom"] == "kept"
+
+
+def test_a_bearer_token_that_is_not_a_project_key_passes_to_a_public_port(
+    mock: TensorLakeMock, http: httpx.Client, anon: httpx.Client
+) -> None:
+    sid = make(http, exposed_ports=[8080], allow_unauthenticated_access=True)
+    mock.api_keys = [API_KEY]
+    try:
+        owned = anon.get("/echo", headers={"host": host(sid, 8080), "authorization": f"Bearer {API_KEY}"})
+        app_token = anon.get("/echo", headers={"host": host(sid, 8080), "authorization": "Bearer app-token"})
+        basic = anon.get("/echo", headers={"host": host(sid, 8080), "authorization": "Basic dTpw"})
+    finally:
+        mock.api_keys = None
+    assert "authorization" not in owned.json()["headers"]
+    assert app_token.json()["headers"]["authorization"] == "Bearer app-token"
+    assert basic.json()["headers"]["authorization"] == "Basic dTpw"
+
+
 def test_names_local_hosts_and_the_sandbox_id_header_route(http: httpx.Client, anon: httpx.Client) -> None:
     sid = make(http, name="my-env", exposed_ports=[3000], allow_unauthenticated_access=True)
     assert anon.get("/x", headers={"host": host("my-env", 3000)}).json()["sandbox_id"] == sid

@@ -15,7 +15,7 @@ from contracts.tensorlake import NetworkConfig, PolicyError
 from harness.machines.common import ContractViolation
 from harness.machines.common import diff as _diff
 from mockserver.core import ApiError
-from mockserver.tensorlake.records import STATUSES
+from mockserver.tensorlake.model.records import STATUSES
 
 __all__ = [
     "ANY",
@@ -45,16 +45,25 @@ ANY: Any = object()
 
 @dataclass(frozen=True)
 class Expected:
-    """The model's prediction of one HTTP answer: status, error ``code`` (None: unchecked), normalised body."""
+    """The model's prediction of one HTTP answer: status, error ``code`` (None: unchecked), normalised body.
+
+    ``also`` lists other answers the model equally allows (where the outcome depends on what the oracle
+    cannot know, such as whether the target accepts a key).
+    """
 
     status: int
     code: str | None = None
     body: Any = ANY
+    also: tuple[Expected, ...] = ()
 
     @classmethod
     def error(cls, exc: ApiError) -> Expected:
         """Return the prediction of an :class:`ApiError`."""
         return cls(exc.status, exc.code)
+
+    def candidates(self) -> tuple[Expected, ...]:
+        """Return this prediction and its alternatives."""
+        return (self, *self.also)
 
 
 def normalise_policy(value: Any) -> Any:

@@ -35,7 +35,8 @@ from harness.machines.tensorlake.requests import Name
 from mockserver.admin.client import AdminClient
 from mockserver.core import DnsTable, VirtualClock
 from mockserver.core.environment import DEFAULT_API_KEY
-from mockserver.tensorlake.records import ROUTABLE, owner_id
+from mockserver.tensorlake.model import KeyRing
+from mockserver.tensorlake.model.records import ROUTABLE
 
 __all__ = [
     "ADMIN_OPERATIONS",
@@ -56,6 +57,8 @@ DEFAULT_KEY = DEFAULT_API_KEY
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 LENIENT_TIMEOUT = 3600
 TRANSITIONAL = frozenset({"pending", "suspending", "snapshotting"})
+#: Where a sandproof TensorLake mock's admin API lists the keys it accepts.
+KEYS_PATH = "/_mock/tensorlake/api-keys"
 
 #: Report operation → the rules its machine runs (``create`` always runs).
 OPERATIONS: dict[str, frozenset[str]] = {
@@ -130,6 +133,7 @@ class MachineBase(RuleBasedStateMachine):
         self.book = _Book()
         self.ids: dict[str, str] = {}
         resolve: Resolve
+        keys: KeyRing | None = None
         if config.admin is not None:
             self.book.clock_mode = self._clock_mode()
             config.admin.reset()
@@ -137,14 +141,29 @@ class MachineBase(RuleBasedStateMachine):
             config.admin.set_dns(DNS_ENTRIES, "synthetic")
             clock = VirtualClock("manual", start=config.admin.now())
             resolve = DnsTable(DNS_ENTRIES).resolve
+            keys = self._target_keys()
             self.prefix = ""
         else:
             clock = VirtualClock("manual")
             resolve = config.resolve or default_resolve()
             self.prefix = f"sp{random.getrandbits(24):06x}-"
-        self.oracle = Oracle(clock, resolve, owner_id(self.key))
+        self.oracle = Oracle(clock, resolve, self.key, keys)
 
     # -- plumbing ------------------------------------------------------------------------------------------
+
+    def _target_keys(self) -> KeyRing | None:
+        """Return the API keys the target accepts, from its admin API (None when it does not say)."""
+        try:
+            response = self.client.get(KEYS_PATH)
+            data = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        keys = data.get("api_keys", ANY) if isinstance(data, dict) else ANY
+        if keys is None:
+            return KeyRing()
+        if isinstance(keys, list) and all(isinstance(k, str) for k in keys):
+            return KeyRing.of(keys)
+        return None
 
     def _clock_mode(self) -> str | None:
         try:
@@ -208,24 +227,25 @@ class MachineBase(RuleBasedStateMachine):
         """
         where = f"{response.request.method} {response.request.url.path}"
         status = response.status_code
-        accepted = {expected.status}
+        candidates = expected.candidates()
+        accepted = {c.status for c in candidates}
         if not self.strict:
             for group in (tuple(loose), (400, 422)):
                 if expected.status in group:
                     accepted |= set(group)
-        if status >= 500 and not self.book.fault_armed and expected.status < 500:
+        if status >= 500 and not self.book.fault_armed and all(c.status < 500 for c in candidates):
             raise ContractViolation(rule, f"{where} -> {status} without an injected fault: {response.text[:300]!r}")
         if not self.strict and expected.status == 404 and status == 200 and _terminated(response):
             return None  # the wire allows a deleted sandbox to read as terminated instead of 404
         if status not in accepted:
-            raise ContractViolation(
-                rule, f"{where} -> {status}, the model says {expected.status}: {response.text[:300]!r}"
-            )
+            says = " or ".join(str(c.status) for c in candidates)
+            raise ContractViolation(rule, f"{where} -> {status}, the model says {says}: {response.text[:300]!r}")
         data = json_body(response)
-        if self.strict and expected.code is not None:
+        chosen = next((c for c in candidates if c.status == status), expected)
+        if self.strict and chosen.code is not None:
             got = data.get("code") if isinstance(data, dict) else None
-            if got != expected.code:
-                raise ContractViolation(rule, f"{where} -> {status} code {got!r}, the model says {expected.code!r}")
+            if got != chosen.code:
+                raise ContractViolation(rule, f"{where} -> {status} code {got!r}, the model says {chosen.code!r}")
         return data
 
     def _observe(self, rule: str, response: httpx.Response, data: Any, expected: Any) -> None:

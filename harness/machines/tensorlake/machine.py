@@ -3,7 +3,7 @@
 ``make_machine(http_factory, admin=...)`` returns a :class:`RuleBasedStateMachine` subclass that drives any
 TensorLake server over HTTP (the flat lifecycle paths ``/sandboxes...``, the sandbox proxy and the in-sandbox
 management API on port 9501) and checks every answer against :class:`Oracle`: a fresh
-:class:`~mockserver.tensorlake.models.TensorLakeModel` on its own manual virtual clock, resolving names from
+:class:`~mockserver.tensorlake.model.TensorLakeModel` on its own manual virtual clock, resolving names from
 the same DNS table as the target. Each prediction carries the status, the error ``code``, and the normalised
 SandboxInfo (ids mapped through the ``sandboxes`` bundle: each handle holds the target's id and the model's).
 
@@ -92,8 +92,7 @@ from harness.machines.tensorlake.run import (
 )
 from harness.machines.tensorlake.steps import MachineSteps
 from mockserver.admin.client import AdminClient
-from mockserver.tensorlake.models import Timings
-from mockserver.tensorlake.validate import MANAGEMENT_PORT
+from mockserver.tensorlake.model import MANAGEMENT_PORT
 
 __all__ = [
     "ADMIN_OPERATIONS",
@@ -348,8 +347,7 @@ class TensorLakeAPIMachine(MachineSteps):
         response = self.client.post("/_mock/tensorlake/timings", json=values)
         if response.status_code != 200:
             raise ContractViolation("set_timings", f"the admin API refused timings {values}: {response.text[:200]!r}")
-        current = self.oracle.model.timings.to_json()
-        self.oracle.model.timings = Timings(**{**current, **values})
+        self.oracle.set_timings(values)
 
     # -- invariants and teardown -----------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Egress probes of the TensorLake API machine: destinations, what the reference policy predicts, SSE output.
 
 :func:`destinations` picks hosts around a policy entry; :func:`expect_probe` decides ``getent``/``curl`` with
-:mod:`contracts.tensorlake`; :func:`parse_sse` reads what ``/api/v1/processes/run`` streamed; the resolvers
+the egress gate's decisions; :func:`parse_sse` reads what ``/api/v1/processes/run`` streamed; the resolvers
 are the DNS the oracle assumes the target's sandboxes see.
 """
 
@@ -13,8 +13,9 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from contracts.tensorlake import NetworkConfig, decide_dns, decide_egress
+from contracts.tensorlake import NetworkConfig
 from mockserver.core import DnsTable
+from mockserver.tensorlake.model.gate import connect_decision, dns_decision
 
 __all__ = [
     "DNS_ENTRIES",
@@ -139,13 +140,14 @@ class ProbeExpectation:
 def expect_probe(
     policy: NetworkConfig | None, tool: str, host: str, resolver: str, resolve: Resolve | None
 ) -> ProbeExpectation:
-    """Decide ``getent hosts HOST`` or ``curl -s http://HOST/`` with :mod:`contracts.tensorlake`.
+    """Decide ``getent hosts HOST`` or ``curl -s http://HOST/`` with the mock's egress gate decisions.
 
-    DNS goes to ``resolver`` (:func:`decide_dns`); curl connects to the first address of the name (or the
-    literal) and :func:`decide_egress` judges the name asked for and that address. ``resolve`` is the DNS the
-    sandbox sees; None when unknown (only certain blocks are then predicted).
+    DNS goes to ``resolver`` (:func:`~mockserver.tensorlake.model.gate.dns_decision`); curl connects to the
+    first address of the name (or the literal) and
+    :func:`~mockserver.tensorlake.model.gate.connect_decision` judges the name asked for and that address.
+    ``resolve`` is the DNS the sandbox sees; None when unknown (only certain blocks are then predicted).
     """
-    dns_ok = decide_dns(policy, resolver).allowed
+    dns_ok = dns_decision(policy, resolver).allowed
     literal = is_ipv4(host)
     if tool == "getent" and not literal:
         if not dns_ok:
@@ -155,17 +157,17 @@ def expect_probe(
         found = tuple(resolve(host))
         return ProbeExpectation(0 if found else 2, False, found)
     if literal:
-        allowed = decide_egress(policy, ip=host).allowed
+        allowed = connect_decision(policy, None, host).allowed
         return ProbeExpectation(0 if allowed else 7, not allowed)
     if not dns_ok:
         return ProbeExpectation(6, True)
     if resolve is None:
-        verdict = decide_egress(policy, host=host)
+        verdict = connect_decision(policy, host, None)
         return ProbeExpectation(None, not verdict.allowed and verdict.reason.startswith("deny_out"))
     found = tuple(resolve(host))
     if not found:
         return ProbeExpectation(6, False)
-    allowed = decide_egress(policy, host=host, ip=found[0]).allowed
+    allowed = connect_decision(policy, host, found[0]).allowed
     return ProbeExpectation(0 if allowed else 7, not allowed)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.machines.tensorlake.compare import Json
-from mockserver.tensorlake.validate import MANAGEMENT_PORT
+from mockserver.tensorlake.model import MANAGEMENT_PORT
 
 __all__ = [
     "ALLOW_POOL",

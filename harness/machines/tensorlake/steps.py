@@ -25,17 +25,20 @@ from harness.machines.tensorlake.compare import (
     normalise_info,
 )
 from harness.machines.tensorlake.driver import LOOPBACK, MachineBase, SandboxHandle
-from harness.machines.tensorlake.oracle import SESSION_COOKIES
+from harness.machines.tensorlake.oracle import Proxied
 from harness.machines.tensorlake.probes import RunResult, expect_probe, parse_sse
-from mockserver.tensorlake.records import STATUSES, Session, owner_id
-from mockserver.tensorlake.validate import MANAGEMENT_PORT
+from mockserver.tensorlake.model import MANAGEMENT_PORT, SESSION_COOKIES
+from mockserver.tensorlake.model.auth import parse_cookies
+from mockserver.tensorlake.model.gate import resolver_from
+from mockserver.tensorlake.model.records import STATUSES
 
 __all__ = ["MachineSteps"]
 
 OTHER_KEY = "sandproof-other-key"
-DEFAULT_RESOLVER = "10.0.0.2"
 DEFAULT_INGRESS_DOMAIN = "sandbox.localhost"
 ORGANIZATION, PROJECT = "org_sandproof", "proj_sandproof"
+#: The ``?wait_ms=`` a waiting suspend or resume sends.
+WAIT_MS = 3000
 
 
 class MachineSteps(MachineBase):
@@ -141,9 +144,11 @@ class MachineSteps(MachineBase):
         return data if isinstance(data, dict) else None
 
     def _transition(self, rule: str, sb: SandboxHandle, action: str, wait: bool) -> None:
-        expected = self.oracle.suspend(sb.model_id) if action == "suspend" else self.oracle.resume(sb.model_id)
+        wait_ms = WAIT_MS if wait else None
+        predict = self.oracle.suspend if action == "suspend" else self.oracle.resume
+        expected = predict(sb.model_id, wait_ms)
         before = self._snapshot(rule, sb) if expected.status >= 400 else None
-        params = {"wait_ms": "3000"} if wait else None
+        params = {"wait_ms": str(wait_ms)} if wait_ms else None
         response = self._send(rule, "POST", f"/sandboxes/{sb.target_id}/{action}", params=params)
         data = self._check(rule, response, expected, loose=(200, 202))
         self.book.listing_dirty = True
@@ -163,14 +168,9 @@ class MachineSteps(MachineBase):
             return url, {"host": f"{sb.target_id}.local"}
         return url, {"x-tensorlake-sandbox-id": sb.target_id}
 
-    def _waking(self, model_id: str) -> bool:
-        record = self.oracle.lookup(model_id)
-        return record is not None and record.status == "suspended" and record.auto_resume
-
     def _run(self, rule: str, sb: SandboxHandle, command: str, args: list[str]) -> RunResult | None:
         """Run a command through the proxy; None when the model says the proxy refuses (checked)."""
-        waking = self._waking(sb.model_id)
-        gate = self.oracle.admit(sb.model_id, MANAGEMENT_PORT, self.key, {}, {})
+        proxied = self.oracle.admit(sb.model_id, MANAGEMENT_PORT, self.key, {}, {})
         base, headers = self._management(sb)
         response = self._send(
             rule,
@@ -179,12 +179,12 @@ class MachineSteps(MachineBase):
             body={"command": command, "args": args, "timeout": 30},
             headers={**headers, "accept": "text/event-stream"},
         )
-        if waking and not self.strict:
+        if proxied.woke and not self.strict:
             self._settle(sb)
             if response.status_code != 200:
                 return None
-        if gate is not None:
-            self._check(rule, response, gate)
+        if proxied.expected is not None:
+            self._check(rule, response, proxied.expected)
             return None
         self._check(rule, response, Expected(200))
         if "text/event-stream" not in response.headers.get("content-type", ""):
@@ -202,12 +202,7 @@ class MachineSteps(MachineBase):
         result = self._run("egress_probe", sb, "cat", ["/etc/resolv.conf"])
         if result is None:
             return None
-        resolver = DEFAULT_RESOLVER
-        for line in result.stdout:
-            fields = line.split()
-            if len(fields) > 1 and fields[0] == "nameserver":
-                resolver = fields[1]
-                break
+        resolver = resolver_from("\n".join(result.stdout))
         self.book.resolvers[sb.model_id] = resolver
         return resolver
 
@@ -241,14 +236,12 @@ class MachineSteps(MachineBase):
         if self.config.admin is None:
             return "sandproof-bogus-session"
         if self.book.session is None:
-            response = self.client.post(
-                "/_mock/tensorlake/sessions",
-                json={"api_key": self.key, "organization_id": ORGANIZATION, "project_id": PROJECT},
-            )
+            body = {"api_key": self.key, "organization_id": ORGANIZATION, "project_id": PROJECT}
+            response = self.client.post("/_mock/tensorlake/sessions", json=body)
             if response.status_code != 201:
                 raise ContractViolation("ingress", f"the admin API did not issue a session: {response.text[:200]!r}")
             token = str(response.json()["token"])
-            self.oracle.model.sessions[token] = Session(token, owner_id(self.key), ORGANIZATION, PROJECT)
+            self.oracle.add_session(token, body)
             self.book.session = token
         return self.book.session
 
@@ -287,20 +280,19 @@ class MachineSteps(MachineBase):
         label_model = record.name if named and record is not None and record.name else sb.model_id
         label_target = label_model if named else sb.target_id
         key, cookies, query = self._credentials(auth)
-        waking = self._waking(sb.model_id)
-        expected = self.oracle.admit(label_model, port, key, cookies, query)
+        proxied = self.oracle.admit(label_model, port, key, cookies, query)
         path = "/api/v1/health" if port == MANAGEMENT_PORT else "/sandproof/echo"
         url, headers = self._ingress_url(label_target, port, path)
         headers["cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
         if key is not None:
             headers["authorization"] = f"Bearer {key}"
         response = self._send("ingress", "GET", url, params=query, headers=headers, anonymous=True)
-        if waking and not self.strict:
+        if proxied.woke and not self.strict:
             self._settle(sb)
             return False
         where = f"{auth} request for port {port} of {sb.alias}{' by name' if named else ''}"
-        if expected is not None:
-            self._check("ingress", response, expected, loose=(401, 403))
+        if proxied.expected is not None:
+            self._check("ingress", response, proxied.expected)
             return record is not None
         if not self.strict:
             if response.status_code in (401, 403, 404):
@@ -311,7 +303,7 @@ class MachineSteps(MachineBase):
             if data != {"healthy": True}:
                 raise ContractViolation("ingress", f"{where}: the management API answered {data!r}")
             return True
-        self._check_echo(where, sb, port, path, cookies, query, data)
+        self._check_echo(where, sb, port, path, query, headers, proxied, data)
         return True
 
     def _check_echo(
@@ -320,11 +312,13 @@ class MachineSteps(MachineBase):
         sb: SandboxHandle,
         port: int,
         path: str,
-        cookies: Mapping[str, str],
         query: Mapping[str, str],
+        headers: Mapping[str, str],
+        proxied: Proxied,
         data: Any,
     ) -> None:
-        """Check what reached the sandbox's echo app: right sandbox and port, path and query kept, no session."""
+        """Check what reached the sandbox's echo app: right sandbox and port, path and query kept, the session
+        cookie and the project key removed as the model's proxy removes them."""
         if not isinstance(data, dict):
             raise ContractViolation("ingress", f"{where}: the port app answered {data!r}")
         for key, want in (("sandbox_id", sb.target_id), ("port", port), ("path", path)):
@@ -333,8 +327,17 @@ class MachineSteps(MachineBase):
         got_query = {k: v[-1] for k, v in parse_qs(str(data.get("query", ""))).items()}
         if got_query != dict(query):
             raise ContractViolation("ingress", f"{where}: the query reached the sandbox as {got_query!r}")
-        kept = {k: v for k, v in cookies.items() if k not in SESSION_COOKIES}
+        assert proxied.admission is not None
+        forwarded = self.oracle.forwarded(headers, proxied.admission)
+        kept = parse_cookies(forwarded.get("cookie"))
         if data.get("cookies") != kept:
             raise ContractViolation(
                 "ingress", f"{where}: the sandbox received cookies {data.get('cookies')!r}; expected {kept!r}"
+            )
+        seen = data["headers"] if isinstance(data.get("headers"), dict) else {}
+        if proxied.strips_key is not None and seen.get("authorization") != forwarded.get("authorization"):
+            raise ContractViolation(
+                "ingress",
+                f"{where}: the sandbox received Authorization {seen.get('authorization')!r}; "
+                f"expected {forwarded.get('authorization')!r}",
             )

@@ -1,19 +1,20 @@
-"""Engine-generic property checks for TensorLake egress engines, with the reference engine as the oracle.
+"""Engine-generic property checks for TensorLake egress engines, each tagged with its contract strength.
 
 An engine is any object following ``contracts.tensorlake_adapter.TensorLakeEngine`` (plain JSON values in
-and out). Every ``check_*`` function takes an engine and returns a ``CheckResult``; ``run_checks`` runs them
-all (or a chosen subset) and returns one result per check::
+and out). Every ``check_*`` function takes an engine and returns a ``CheckResult`` carrying its contract
+(strength ``spec``, ``observed`` or ``choice`` and the source); ``run_checks`` runs them all (or a chosen
+subset) and returns one result per check::
 
     from harness.policy.tensorlake.checks import run_checks
-    failures = [r for r in run_checks(my_engine) if not r.passed]
+    failures = [r for r in run_checks(my_engine) if r.fails_run(strict=False)]
 
-Fixed-example checks come first (the networking docs' table and examples), then Hypothesis properties that
-are either stated directly (deny precedence, monotonicity, wildcard/apex, case, IDNA) or differential
-against the reference (decisions, normalisation, validation, PATCH). The generators favour collisions:
-hosts are built on top of the policy's own domains and addresses sit on the edges of its CIDRs.
+Fixed-example checks come first (the networking docs' table and examples), then Hypothesis properties: the
+table rows stated directly, decisions against the reference, updates and validation, and the spellings the
+docs leave to sandproof. The ``spec`` checks compare behaviour (accept or reject, the egress decision per
+destination, the DNS decision per resolver); how a policy is stored is a ``choice``.
 
-The strategies live in :mod:`harness.policy.tensorlake.strategies`, the checks in :mod:`harness.policy.tensorlake.examples`
-and :mod:`harness.policy.tensorlake.properties`; this module gathers them and runs them.
+The strategies live in :mod:`harness.policy.tensorlake.strategies`; the checks in ``examples``, ``table``,
+``properties``, ``updates`` and ``spelling``; this module gathers them and runs them.
 """
 
 from __future__ import annotations
@@ -21,23 +22,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from contracts.tensorlake_adapter import TensorLakeEngine
-from harness.policy.tensorlake.examples import check_seed_examples, check_seed_table
+from harness.policy.tensorlake.examples import (
+    check_choice_examples,
+    check_dns_table,
+    check_docs_examples,
+    check_invalid_examples,
+    check_tristate_examples,
+)
 from harness.policy.tensorlake.properties import (
     check_allow_never_allows_less,
-    check_case_insensitive,
     check_cidr_bounds,
     check_deny_never_allows_more,
     check_deny_precedence,
     check_dns_agrees,
+    check_dns_cidr_resolver,
     check_egress_agrees,
-    check_idna,
-    check_normalisation,
-    check_patch_tristate,
-    check_unresolvable_rejected,
-    check_validation_agrees,
+    check_hostname_follows_dns,
     check_wildcard_apex,
 )
 from harness.policy.tensorlake.runner import CheckFailed, CheckResult
+from harness.policy.tensorlake.spelling import check_case_insensitive, check_idna
 from harness.policy.tensorlake.strategies import (
     allow_entries,
     cidrs,
@@ -53,30 +57,81 @@ from harness.policy.tensorlake.strategies import (
     resolve_none,
     resolver_cases,
 )
+from harness.policy.tensorlake.table import (
+    check_row_allow_internet,
+    check_row_blocked,
+    check_row_no_internet,
+    check_row_open,
+)
+from harness.policy.tensorlake.updates import (
+    check_documented_forms,
+    check_patch_tristate,
+    check_port_suffix,
+    check_stored_form,
+    check_stored_policy_decides_alike,
+    check_unresolvable_rejected,
+    check_validation_agrees,
+    check_wildcards_not_resolved,
+)
+from harness.strength import Contract
+
+Check = Callable[..., CheckResult]
+
+#: Every check, in run order; each carries its ``contract`` (see :func:`harness.strength.tagged`).
+_ORDERED: tuple[Check, ...] = (
+    check_dns_table,
+    check_docs_examples,
+    check_tristate_examples,
+    check_invalid_examples,
+    check_choice_examples,
+    check_row_open,
+    check_row_allow_internet,
+    check_row_no_internet,
+    check_row_blocked,
+    check_wildcard_apex,
+    check_cidr_bounds,
+    check_egress_agrees,
+    check_dns_agrees,
+    check_dns_cidr_resolver,
+    check_deny_precedence,
+    check_hostname_follows_dns,
+    check_patch_tristate,
+    check_stored_policy_decides_alike,
+    check_port_suffix,
+    check_documented_forms,
+    check_unresolvable_rejected,
+    check_deny_never_allows_more,
+    check_allow_never_allows_less,
+    check_case_insensitive,
+    check_idna,
+    check_stored_form,
+    check_validation_agrees,
+    check_wildcards_not_resolved,
+)
+
+
+def contract_of(check: Check) -> Contract:
+    """Return the contract a check was tagged with."""
+    contract: Contract = getattr(check, "contract")  # noqa: B009 (set by @tagged)
+    return contract
+
+
+CHECKS: dict[str, Check] = {contract_of(check).name: check for check in _ORDERED}
+EXAMPLE_CHECKS = ("dns_table", "docs_examples", "tristate_examples", "invalid_examples", "choice_examples")
+PROPERTY_CHECKS = tuple(name for name in CHECKS if name not in EXAMPLE_CHECKS)
+#: The contracts of the checks, by check name.
+CONTRACTS: dict[str, Contract] = {name: contract_of(check) for name, check in CHECKS.items()}
 
 __all__ = [
     "CHECKS",
+    "CONTRACTS",
     "EXAMPLE_CHECKS",
     "PROPERTY_CHECKS",
     "CheckFailed",
     "CheckResult",
     "allow_entries",
-    "check_allow_never_allows_less",
-    "check_case_insensitive",
-    "check_cidr_bounds",
-    "check_deny_never_allows_more",
-    "check_deny_precedence",
-    "check_dns_agrees",
-    "check_egress_agrees",
-    "check_idna",
-    "check_normalisation",
-    "check_patch_tristate",
-    "check_seed_examples",
-    "check_seed_table",
-    "check_unresolvable_rejected",
-    "check_validation_agrees",
-    "check_wildcard_apex",
     "cidrs",
+    "contract_of",
     "decorated_networks",
     "deny_entries",
     "destinations",
@@ -91,26 +146,6 @@ __all__ = [
     "run_checks",
 ]
 
-CHECKS: dict[str, Callable[..., CheckResult]] = {
-    "seed_table": check_seed_table,
-    "seed_examples": check_seed_examples,
-    "wildcard_apex": check_wildcard_apex,
-    "cidr_bounds": check_cidr_bounds,
-    "egress_agrees": check_egress_agrees,
-    "dns_agrees": check_dns_agrees,
-    "patch_tristate": check_patch_tristate,
-    "case_insensitive": check_case_insensitive,
-    "idna": check_idna,
-    "deny_precedence": check_deny_precedence,
-    "validation_agrees": check_validation_agrees,
-    "unresolvable_rejected": check_unresolvable_rejected,
-    "normalisation": check_normalisation,
-    "deny_never_allows_more": check_deny_never_allows_more,
-    "allow_never_allows_less": check_allow_never_allows_less,
-}
-EXAMPLE_CHECKS = ("seed_table", "seed_examples")
-PROPERTY_CHECKS = tuple(name for name in CHECKS if name not in EXAMPLE_CHECKS)
-
 
 def run_checks(
     engine: TensorLakeEngine,
@@ -119,12 +154,14 @@ def run_checks(
     derandomize: bool = True,
     only: Iterable[str] | None = None,
     fail_fast: bool = False,
+    strict: bool = False,
     shrink: bool = True,
 ) -> list[CheckResult]:
     """Run the checks (all, or the names in ``only``, in that order) against ``engine``; one result each.
 
-    ``derandomize`` makes runs repeatable; ``fail_fast`` stops at the first failing check; ``shrink=False``
-    reports the first failing input found instead of a minimal one (faster).
+    ``derandomize`` makes runs repeatable; ``fail_fast`` stops at the first check that fails the run (under
+    ``strict``, a differing choice too); ``shrink=False`` reports the first failing input found instead of a
+    minimal one (faster).
     """
     names = list(CHECKS) if only is None else list(only)
     unknown = [name for name in names if name not in CHECKS]
@@ -134,6 +171,6 @@ def run_checks(
     for name in names:
         result = CHECKS[name](engine, max_examples=max_examples, derandomize=derandomize, shrink=shrink)
         results.append(result)
-        if fail_fast and not result.passed:
+        if fail_fast and result.fails_run(strict):
             break
     return results

@@ -1,29 +1,23 @@
-"""Run one TensorLake policy check: a Hypothesis property or a list of fixed examples, as a ``CheckResult``."""
+"""Run one TensorLake policy check: a Hypothesis property or a list of fixed examples, as a ``CheckResult``.
+
+``CheckResult`` is :class:`harness.strength.CheckResult`; the ``tagged`` decorator on each check attaches its
+contract (strength and source) to the result.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
-from contracts.tensorlake_adapter import TensorLakeEngine
+from harness.strength import CheckResult
 
 __all__ = ["CheckFailed", "CheckResult", "expect", "raises", "run_examples", "run_property"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The outcome of one check: its name, whether it passed, and the (shrunk) failing input if not."""
-
-    name: str
-    passed: bool
-    counterexample: str | None = None
-    message: str | None = None
+E = TypeVar("E")
 
 
 class CheckFailed(AssertionError):
@@ -57,13 +51,16 @@ _SUPPRESSED = [
 def run_property(
     name: str,
     strategy: st.SearchStrategy[T],
-    body: Callable[[TensorLakeEngine, T], None],
-    engine: TensorLakeEngine,
+    body: Callable[[E, T], None],
+    engine: E,
     max_examples: int,
     derandomize: bool,
     shrink: bool,
 ) -> CheckResult:
-    """Run ``body`` on inputs drawn from ``strategy`` and report the (shrunk) first failure."""
+    """Run ``body`` on inputs drawn from ``strategy`` and report the (shrunk) first failure.
+
+    ``engine`` is whatever the body checks: a policy engine, or a subject bundling one.
+    """
     failure: list[str] = []
 
     @settings(
@@ -93,7 +90,7 @@ def run_property(
     return CheckResult(name, True)
 
 
-def run_examples(name: str, engine: TensorLakeEngine, body: Callable[[TensorLakeEngine], None]) -> CheckResult:
+def run_examples(name: str, engine: E, body: Callable[[E], None]) -> CheckResult:
     """Run a fixed-example body once and report the example it failed on, if any."""
     try:
         body(engine)

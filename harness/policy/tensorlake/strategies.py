@@ -39,6 +39,7 @@ __all__ = [
     "egress_cases",
     "ipv4s",
     "is_address",
+    "near_addresses",
     "networks",
     "pick",
     "raw_networks",
@@ -112,24 +113,29 @@ cidrs = st.builds(
 
 
 @lru_cache
-def allow_entries() -> st.SearchStrategy[str]:
-    """Generate canonical-looking ``allow_out`` entries of every kind."""
-    return st.one_of(domains(), domains().map(lambda d: "*." + d), ipv4s, cidrs)
+def allow_entries(*, unicode: bool = True) -> st.SearchStrategy[str]:
+    """Generate canonical-looking ``allow_out`` entries of every kind (ASCII names only unless ``unicode``)."""
+    names = domains(unicode=unicode)
+    return st.one_of(names, names.map(lambda d: "*." + d), ipv4s, cidrs)
 
 
 @lru_cache
-def deny_entries() -> st.SearchStrategy[str]:
+def deny_entries(*, unicode: bool = True) -> st.SearchStrategy[str]:
     """Generate ``deny_out`` entries (no wildcards)."""
-    return st.one_of(domains(), ipv4s, cidrs)
+    return st.one_of(domains(unicode=unicode), ipv4s, cidrs)
 
 
 @lru_cache
-def networks(*, min_allow: int = 0) -> st.SearchStrategy[Network]:
-    """Generate valid ``network`` objects, sometimes omitting keys, often with overlapping entries."""
-    allow = st.lists(allow_entries(), min_size=min_allow, max_size=5)
+def networks(*, min_allow: int = 0, unicode: bool = True) -> st.SearchStrategy[Network]:
+    """Generate valid ``network`` objects, sometimes omitting keys, often with overlapping entries.
+
+    With ``unicode=False`` every name is lowercase ASCII: the forms the networking docs define, so a check
+    drawing from it needs no choice of sandproof's (IDNA, case) to be decided.
+    """
+    allow = st.lists(allow_entries(unicode=unicode), min_size=min_allow, max_size=5)
     optional: dict[str, st.SearchStrategy[Any]] = {
         "allow_internet_access": st.booleans(),
-        "deny_out": st.lists(deny_entries(), max_size=3),
+        "deny_out": st.lists(deny_entries(unicode=unicode), max_size=3),
     }
     if min_allow:
         base = st.fixed_dictionaries({"allow_out": allow}, optional=optional)
@@ -171,7 +177,7 @@ def is_address(entry: str) -> bool:
     return set(entry) <= _ADDRESS_CHARS
 
 
-def _near(entry: str) -> list[str]:
+def near_addresses(entry: str) -> list[str]:
     """Addresses on both sides of each edge of an IPv4/CIDR entry, plus its middle."""
     if not is_address(entry):
         return []
@@ -192,16 +198,19 @@ def pick(draw: st.DrawFn, items: Sequence[T]) -> T:
 
 
 @st.composite
-def destinations(draw: st.DrawFn, network: Network) -> Destination:
-    """Generate a (host, ip) destination that often hits the edges of ``network``'s rules."""
+def destinations(draw: st.DrawFn, network: Network, *, plain: bool = False) -> Destination:
+    """Generate a (host, ip) destination that often hits the edges of ``network``'s rules.
+
+    With ``plain`` hosts are lowercase ASCII and never re-cased.
+    """
     allow, deny = canonical(network)
     wild = [e[2:] for e in allow if e.startswith("*.")]
     exact = [e for e in allow + deny if not e.startswith("*.") and not is_address(e)]
-    near = [ip for entry in allow + deny for ip in _near(entry)]
+    near = [ip for entry in allow + deny for ip in near_addresses(entry)]
     host: str | None = None
     how = draw(small_ints) % 10
     if how == 2 or (how > 2 and not wild and not exact):
-        host = draw(domains())
+        host = draw(domains(unicode=not plain))
     elif how > 2:
         host = pick(draw, wild if wild and (how % 2 or not exact) else exact)
         shape = draw(small_ints) % 4
@@ -211,7 +220,7 @@ def destinations(draw: st.DrawFn, network: Network) -> Destination:
             host = f"{draw(ascii_labels)}.{draw(ascii_labels)}.{host}"
         elif shape == 3:
             host = host.partition(".")[2] or host
-    if host is not None and draw(st.booleans()):
+    if host is not None and not plain and draw(st.booleans()):
         host = recase(host, draw(st.integers(0, 2**60)))
     ip: str | None = None
     how = draw(small_ints) % 5
@@ -223,21 +232,21 @@ def destinations(draw: st.DrawFn, network: Network) -> Destination:
 
 
 @st.composite
-def egress_cases(draw: st.DrawFn, min_allow: int = 0) -> tuple[Network, str | None, str | None]:
-    """Generate a network together with a destination aimed at its rules."""
-    network = draw(networks(min_allow=min_allow))
-    host, ip = draw(destinations(network))
+def egress_cases(draw: st.DrawFn, min_allow: int = 0, plain: bool = False) -> tuple[Network, str | None, str | None]:
+    """Generate a network together with a destination aimed at its rules (lowercase ASCII with ``plain``)."""
+    network = draw(networks(min_allow=min_allow, unicode=not plain))
+    host, ip = draw(destinations(network, plain=plain))
     return network, host, ip
 
 
 @st.composite
-def resolver_cases(draw: st.DrawFn) -> tuple[Network, str]:
+def resolver_cases(draw: st.DrawFn, plain: bool = False) -> tuple[Network, str]:
     """Generate a network and a resolver address, often on the edge of one of its rules."""
-    network = draw(networks())
+    network = draw(networks(unicode=not plain))
     if draw(st.booleans()):
         network = {**network, "allow_internet_access": draw(st.booleans())}
     allow, deny = canonical(network)
-    near = [ip for entry in allow + deny for ip in _near(entry)]
+    near = [ip for entry in allow + deny for ip in near_addresses(entry)]
     use_near = draw(st.booleans())
     if near and use_near:
         return network, pick(draw, near)

@@ -21,6 +21,7 @@ from harness.machines.tensorlake.machine import (
     run_machine,
 )
 from harness.reporting.mutation import load_mutants, mutation_score
+from mockserver.admin.client import AdminClient
 from mockserver.asgi.server import MockServer
 from mockserver.core import DnsTable
 from mockserver.tensorlake import TensorLakeMock
@@ -101,6 +102,36 @@ def test_without_the_admin_api_the_machine_passes_against_the_mock_and_cleans_up
             )
             run_machine(machine, settings=machine_settings(max_examples=8, shrink=False, database=False), seed=3)
     assert mock.model.sandboxes == {}
+
+
+@pytest.mark.parametrize("admin", [True, False])
+def test_a_pinned_key_set_is_what_the_oracle_expects(admin: bool) -> None:
+    """Against a mock that accepts only the machine's key, another key answers 401, and the machine agrees.
+
+    With the admin API the oracle reads the key set; without it, 401 or 403 is accepted where the model says the
+    answer depends on whether the key is valid.
+    """
+    mock = TensorLakeMock(api_keys=["k"])
+    with MockServer(mock.app) as server:
+        client = AdminClient(server.url) if admin else None
+        machine = make_machine(
+            http_clients(server.url, api_key="k"),
+            admin=client,
+            operations=["ports-ingress"],
+            resolve=DnsTable().resolve,
+        )
+        state = machine()
+        try:
+            handle = state._create("create", {"resources": {"cpus": 1.0, "memory_mb": 1024}, "exposed_ports": [3000]})
+            for port in (9501, 3000):
+                assert state._ingress_once(handle, port, "other-key", by_name=False)
+            refused = [e for e in mock.journal.entries() if e.status == 401 and e.sandbox_id == handle.target_id]
+            assert len(refused) == 2
+            state.teardown()
+            run_machine(machine, settings=machine_settings(max_examples=12, shrink=False, database=False), seed=4)
+        finally:
+            if client is not None:
+                client.close()
 
 
 def test_mutation_score_counts_what_the_runner_killed() -> None:

@@ -195,7 +195,7 @@ def test_mock_fixtures_set_and_restore_env_and_reset_between_tests(
             assert os.environ["TENSORLAKE_SANDBOX_API_URL"] == tensorlake_mock.url
             assert os.environ["OPEN_SANDBOX_API_KEY"] == "fake-osb-key"
             assert os.environ["OPEN_SANDBOX_DOMAIN"] == opensandbox_mock.url.split("://")[1]
-            tensorlake_mock.admin.faults.add(tensorlake_mock.admin.faults.rules and None or __import__(
+            tensorlake_mock.mock.faults.add(tensorlake_mock.mock.faults.rules and None or __import__(
                 "mockserver.core", fromlist=["FaultRule"]).FaultRule(path="/nothing"))
             r = httpx.post(tensorlake_mock.url + "/echo", json={"name": "a", "colour": "red"})
             assert r.status_code == 200
@@ -205,15 +205,15 @@ def test_mock_fixtures_set_and_restore_env_and_reset_between_tests(
             assert "OPEN_SANDBOX_API_KEY" not in os.environ
 
         def test_second_sees_a_fresh_mock_on_the_same_url(tensorlake_mock):
-            assert tensorlake_mock.admin.faults.rules() == []
-            assert tensorlake_mock.admin.journal.entries() == []
+            assert tensorlake_mock.mock.faults.rules() == []
+            assert tensorlake_mock.mock.journal.entries() == []
 
         def test_asgi_transport_reaches_the_same_mock(opensandbox_asgi, opensandbox_mock):
             async def call():
                 async with httpx.AsyncClient(transport=opensandbox_asgi, base_url="http://osb") as client:
                     return (await client.post("/echo", json={"size": 1})).status_code
             assert asyncio.run(call()) == 200
-            assert [e.path for e in opensandbox_mock.admin.journal.entries()] == ["/echo"]
+            assert [e.path for e in opensandbox_mock.mock.journal.entries()] == ["/echo"]
         """
     )
     report_dir = tmp_path / "rep"
@@ -271,6 +271,50 @@ def test_report_files_and_example_counts(pytester: pytest.Pytester, tmp_path: Pa
     assert data["examples_per_second"] > 0 and data["exit_status"] == 1
 
 
+TAGGED = """
+import pytest
+from harness.strength import Contract, breach, choice, record, spec
+
+SPEC = Contract("demo", "kept", spec("tl.dns.row-4"))
+CHOICE = Contract("demo", "stored", choice("the docs are silent on the stored form"))
+
+@pytest.mark.contract("tensorlake", "network-policy", requires="engine")
+def test_tagged():
+    record(SPEC, True)
+    breach(CHOICE, "stored as given", "{'deny_out': ['a.com', 'a.com']}")
+"""
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+def test_tagged_checks_reach_the_summary_the_report_and_junit(
+    pytester: pytest.Pytester, tmp_path: Path, strict: bool
+) -> None:
+    pytester.makepyfile(TAGGED)
+    report_dir = tmp_path / "out"
+    args = ["-p", "no:cacheprovider", f"--sandproof-report={report_dir}", *(["--sandproof-strict"] if strict else [])]
+    result = pytester.runpytest_inprocess(*args)
+    result.assert_outcomes(**({"failed": 1} if strict else {"passed": 1}))
+    if strict:
+        result.stdout.fnmatch_lines(["*checks by strength: spec 1 passed · observed 0 · choice 1 failed (strict*"])
+    else:
+        result.stdout.fnmatch_lines(
+            [
+                "*checks by strength: spec 1 passed · observed 0 · choice 1 differ",
+                "*differs from sandproof's choice: demo:stored (*test_tagged): stored as given (input: {'deny_out': *})",
+            ]
+        )
+    data = json.loads((report_dir / "results.json").read_text(encoding="utf-8"))
+    [test] = data["tests"]
+    assert [(c["contract"], c["status"]) for c in test["checks"]] == [
+        ("demo:kept", "passed"),
+        ("demo:stored", "failed" if strict else "differs"),
+    ]
+    assert len(data["choice_differences"]) == (0 if strict else 1)
+    [case] = ElementTree.parse(report_dir / "junit.xml").getroot().iter("testcase")
+    [prop] = [p for p in case.iter("property") if p.get("name") == "sandproof_checks"]
+    assert [c["contract"] for c in json.loads(prop.get("value") or "[]")] == ["demo:kept", "demo:stored"]
+
+
 def test_user_junitxml_is_copied_into_the_report_dir(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytester.makepyfile(
         "import pytest\n\n@pytest.mark.contract('tensorlake', 'x', requires='engine')\ndef test_a():\n    pass\n"
@@ -316,8 +360,11 @@ def test_policy_contract_fails_a_wrong_engine_listing_the_checks(
     wrong = pytester.runpytest_inprocess(
         str(contract), "-p", "no:cacheprovider", "--sandproof-target=policy:tests.harness.fakes:allow_everything"
     )
-    wrong.assert_outcomes(failed=1, skipped=1)
-    wrong.stdout.fnmatch_lines(["*opensandbox policy checks failed: *decision_agrees*", "*- decision_agrees: *"])
+    wrong.assert_outcomes(failed=2, skipped=2)
+    wrong.stdout.fnmatch_lines(
+        ["*opensandbox policy checks failed: *decision_agrees*", "*- decision_agrees (spec): *"], consecutive=False
+    )
+    wrong.stdout.fnmatch_lines(["*opensandbox restrict_sandbox_network checks failed: *model_only_limits_egress*"])
     right = pytester.runpytest_inprocess(
         str(contract),
         "-p",
@@ -326,7 +373,7 @@ def test_policy_contract_fails_a_wrong_engine_listing_the_checks(
         "opensandbox",
         "--sandproof-target=policy:contracts.opensandbox_adapter:reference_engine",
     )
-    right.assert_outcomes(passed=1, deselected=1)
+    right.assert_outcomes(passed=2, deselected=2)
 
 
 def test_report_collects_unknown_fields_from_mocks_held_by_fixtures(pytester: pytest.Pytester, tmp_path: Path) -> None:
@@ -356,3 +403,48 @@ def test_report_collects_unknown_fields_from_mocks_held_by_fixtures(pytester: py
     assert "| opensandbox | `POST /echo` | gpu | `test_posts` |" in (tmp_path / "fidelity.md").read_text(
         encoding="utf-8"
     )
+
+
+EARLY_ENV = """
+import os
+
+SEEN_AT_IMPORT = {name: os.environ.get(name) for name in ("TENSORLAKE_API_URL", "OPEN_SANDBOX_DOMAIN")}
+
+def test_the_environment_was_set_before_this_module_was_imported(tensorlake_mock, opensandbox_mock):
+    assert SEEN_AT_IMPORT["TENSORLAKE_API_URL"] == tensorlake_mock.url
+    assert SEEN_AT_IMPORT["OPEN_SANDBOX_DOMAIN"] == opensandbox_mock.url.split("://", 1)[1]
+"""
+
+
+@pytest.mark.parametrize("how", [("--sandproof-sdk-env",), ("-o", "sandproof_sdk_env=true")])
+def test_sdk_env_is_exported_before_test_modules_are_imported(pytester: pytest.Pytester, how: tuple[str, ...]) -> None:
+    pytester.makepyfile(EARLY_ENV)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *how)
+    result.assert_outcomes(passed=1)
+    assert "TENSORLAKE_API_URL" not in os.environ or not os.environ["TENSORLAKE_API_URL"].startswith("http://127.0.0.1")
+
+
+def test_without_the_option_a_module_level_read_sees_no_mock(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(EARLY_ENV)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+
+
+def test_the_real_sdk_imported_at_module_top_reaches_the_mock(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from tensorlake.sandbox import Sandbox
+
+        def test_create(tensorlake_mock):
+            sandbox = Sandbox.create(name="early-env")
+            assert tensorlake_mock.mock.model.find_any("early-env") is not None
+            sandbox.terminate()
+
+        def test_explicit_args(tensorlake_sdk_args, tensorlake_mock):
+            sandbox = Sandbox.create(name="explicit", **tensorlake_sdk_args)
+            assert tensorlake_mock.mock.model.find_any("explicit") is not None
+            sandbox.terminate()
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandproof-sdk-env")
+    result.assert_outcomes(passed=2)

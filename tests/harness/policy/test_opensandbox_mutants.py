@@ -1,15 +1,20 @@
-"""The OpenSandbox contract checks pass on the reference and catch every seeded mutant."""
+"""The OpenSandbox contract checks pass on the reference and catch every seeded mutant at the strength it claims."""
 
 from __future__ import annotations
 
 import pytest
 
 from contracts.opensandbox_adapter import reference_engine
-from harness.policy.opensandbox import CHECKS, run_checks
+from harness.policy.opensandbox import CHECKS, CONTRACTS, run_checks
+from harness.strength import ENFORCED
 from tests.mutants.opensandbox_engines import MUTANTS, Mutant
 
 EXAMPLES = 50
 REFERENCE_EXAMPLES = 30  # the laws are also tested directly in test_opensandbox_policy.py
+
+
+def _name(mutant: Mutant) -> str:
+    return type(mutant).__name__
 
 
 def test_reference_passes_every_check() -> None:
@@ -17,14 +22,29 @@ def test_reference_passes_every_check() -> None:
     assert [result.name for result in results] == list(CHECKS)
     failed = [(result.name, result.counterexample) for result in results if not result.passed]
     assert not failed
+    assert all(result.contract is CONTRACTS[result.name] for result in results)
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda mutant: type(mutant).__name__)
+def test_every_check_is_tagged() -> None:
+    assert set(CHECKS) == set(CONTRACTS)
+    assert {c.strength for c in CONTRACTS.values()} == {"spec", "choice"}
+    assert all(c.sentences for c in CONTRACTS.values() if c.strength == "spec")
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=_name)
 def test_mutant_fails_a_check(mutant: Mutant) -> None:
     assert mutant.caught_by in CHECKS
+    assert (CONTRACTS[mutant.caught_by].strength == "choice") == bool(mutant.choice)
     (result,) = run_checks(mutant, max_examples=EXAMPLES, checks=(mutant.caught_by,))
     assert not result.passed
     assert result.counterexample
+
+
+@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.choice], ids=_name)
+def test_a_choice_mutant_passes_every_enforced_check(mutant: Mutant) -> None:
+    enforced = tuple(name for name, contract in CONTRACTS.items() if contract.strength in ENFORCED)
+    failed = [r.name for r in run_checks(mutant, max_examples=EXAMPLES, checks=enforced) if not r.passed]
+    assert failed == [], f"{_name(mutant)} is no choice mutant: {failed} fail on it"
 
 
 def test_mutants_are_distinct_faults() -> None:
@@ -34,8 +54,8 @@ def test_mutants_are_distinct_faults() -> None:
 
 
 def test_stop_on_failure_stops_at_first_failing_check() -> None:
-    mutant = next(m for m in MUTANTS if m.caught_by == "validate_agrees")
+    mutant = next(m for m in MUTANTS if m.caught_by == "validate_spec")
     results = run_checks(mutant, max_examples=EXAMPLES, stop_on_failure=True)
     assert len(results) == 1
-    assert results[0].name == "validate_agrees"
+    assert results[0].name == "validate_spec"
     assert not results[0].passed

@@ -3,14 +3,51 @@ from pathlib import Path
 import pytest
 
 from harness.reporting import mutation
-from harness.reporting.mutation import Family, Outcome, kills_tensorlake_engine, render, run_families
-from tests.mutants import tensorlake_engines
+from harness.reporting.mutation import (
+    Family,
+    Kill,
+    Outcome,
+    kills_restrict_function,
+    kills_tensorlake_engine,
+    render,
+    run_families,
+    score_line,
+)
+from tests.mutants import nemo_gym_functions, tensorlake_engines
 
 
-def test_render_counts_per_family_and_in_total() -> None:
-    text = render([Outcome("a", "x", True, 0.1), Outcome("a", "y", False, 0.2), Outcome("b", "z", True, 0.3)])
-    assert "| a | 1 | 2 |" in text and "| b | 1 | 1 |" in text and "| **all** | **2** | **3** |" in text
-    assert "| a | y | **survived** |" in text
+def _outcomes() -> list[Outcome]:
+    return [
+        Outcome("a", "x", Kill("wildcard_apex", "spec"), 0.1),
+        Outcome("a", "y", None, 0.2),
+        Outcome("a", "c", Kill("idna", "choice"), 0.1, choice_mutant=True),
+        Outcome("b", "z", Kill("update", "untagged"), 0.3),
+        Outcome("b", "w", Kill("unreachable", "observed"), 0.3),
+    ]
+
+
+def test_render_counts_per_family_strength_and_in_total() -> None:
+    text = render(_outcomes())
+    assert "| a | 1 | 0 | 0 | 1 | 1 | 3 |" in text and "| b | 0 | 1 | 1 | 0 | 0 | 2 |" in text
+    assert "| **all** | 1 | 1 | 1 | 1 | 1 | 5 |" in text
+    assert "| a | y | **survived** |" in text and "| a | x | killed (spec: wildcard_apex) |" in text
+    assert "| a | c | choice mutant, killed by idna under --strict |" in text
+
+
+def test_the_score_line_counts_per_strength() -> None:
+    line = score_line(_outcomes())
+    assert line == (
+        "3/5 killed by the default run (spec 1, observed 1, untagged 1); "
+        "1/1 choice mutants killed by choice checks (--strict)"
+    )
+
+
+def test_a_choice_kill_of_an_undeclared_mutant_is_a_survivor() -> None:
+    undeclared = Outcome("a", "u", Kill("idna", "choice"), 0.1)
+    assert not undeclared.killed and not undeclared.accounted
+    declared = Outcome("a", "d", Kill("idna", "choice"), 0.1, choice_mutant=True)
+    assert not declared.killed and declared.accounted
+    assert not Outcome("a", "n", None, 0.1, choice_mutant=True).accounted
 
 
 def test_a_surviving_mutant_fails_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,10 +60,21 @@ def test_a_surviving_mutant_fails_the_run(tmp_path: Path, capsys: pytest.Capture
 def test_every_mutant_killed_passes_the_run(capsys: pytest.CaptureFixture[str]) -> None:
     doomed = Family("f", {"a": 1, "b": 2}, lambda name, mutant: True)
     assert mutation.main(lambda: [doomed], []) == 0
-    assert "mutation score: 2/2 mutants killed" in capsys.readouterr().out
+    assert "mutation score: 2/2 killed by the default run (untagged 2)" in capsys.readouterr().out
 
 
-def test_the_policy_family_kills_every_tensorlake_engine_mutant() -> None:
+def test_the_policy_family_kills_every_tensorlake_engine_mutant_or_its_choice() -> None:
     family = Family("tl", {type(m).__name__: m for m in tensorlake_engines.MUTANTS}, kills_tensorlake_engine)
     outcomes = run_families([family], progress=lambda line: None)
-    assert len(outcomes) >= 8 and all(o.killed for o in outcomes), outcomes
+    assert len(outcomes) >= 8 and all(o.accounted for o in outcomes), outcomes
+    for outcome in outcomes:
+        mutant = family.mutants[outcome.name]
+        assert outcome.choice_mutant == bool(mutant.choice)
+        assert outcome.killed != outcome.choice_mutant, outcome
+
+
+def test_the_restrict_family_kills_every_restrict_mutant() -> None:
+    family = Family("ng", {type(m).__name__: m for m in nemo_gym_functions.MUTANTS}, kills_restrict_function)
+    outcomes = run_families([family], progress=lambda line: None)
+    assert all(o.accounted for o in outcomes), outcomes
+    assert {o.name for o in outcomes if o.choice_mutant} == {"UnknownModeInherits"}

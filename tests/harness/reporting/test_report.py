@@ -63,8 +63,9 @@ def test_summary_lines_show_counts_and_reasons() -> None:
     assert tl.split()[2:5] == ["1", "1", "0"] and "status 500 != 201" in tl
     faults = next(line for line in lines if "faults" in line)
     assert faults.split()[2:5] == ["0", "0", "2"] and "no /_mock admin API" in faults
-    assert lines[-1].startswith("2 passed, 1 failed, 2 skipped in ")
-    assert "120 Hypothesis examples" in lines[-1]
+    assert lines[-2].startswith("2 passed, 1 failed, 2 skipped in ")
+    assert lines[-1] == "checks by strength: untagged 2 passed, 1 failed"
+    assert "120 Hypothesis examples" in lines[-2]
     assert ContractReport("mock").summary_lines() == []
 
 
@@ -124,3 +125,63 @@ def test_long_reasons_are_shortened() -> None:
     rep = ContractReport("mock")
     rep.record("t", "tensorlake", "op", "failed", "x " * 1000)
     assert len(rep.records["t"].reason) == 300 and rep.records["t"].reason.endswith("…")
+
+
+def _checks(contract: str, strength: str, status: str, example: str | None = None) -> dict[str, object]:
+    return {"contract": contract, "strength": strength, "status": status, "source": "why", "counterexample": example}
+
+
+def _tagged(strict: bool = False) -> ContractReport:
+    rep = ContractReport("policy:m:e", strict=strict)
+    rep.record("t::policy", "tensorlake", "network-policy", "passed")
+    rep.add_checks(
+        "t::policy",
+        [
+            _checks("tl:a", "spec", "passed"),
+            _checks("tl:b", "spec", "passed"),
+            _checks("tl:c", "observed", "passed"),
+            _checks("tl:d", "choice", "passed"),
+            _checks("tl:e", "choice", "differs", "{'deny_out': ['a.com', 'a.com']}"),
+        ],
+    )
+    rep.record("t::machine", "tensorlake", "update", "failed", "boom")
+    rep.add_checks("t::machine", [])
+    rep.record("t::skipped", "tensorlake", "faults", "skipped", "no admin")
+    return rep
+
+
+def test_checks_are_counted_per_strength_and_untagged_tests_apart() -> None:
+    rep = _tagged()
+    assert rep.strength_counts() == {
+        "spec": {"passed": 2, "failed": 0, "differs": 0},
+        "observed": {"passed": 1, "failed": 0, "differs": 0},
+        "choice": {"passed": 1, "failed": 0, "differs": 1},
+        "untagged": {"passed": 0, "failed": 1, "differs": 0},
+    }
+    assert rep.strength_line() == "spec 2 passed · observed 1 passed · choice 1 passed, 1 differ · untagged 1 failed"
+    assert _tagged(strict=True).strength_line().endswith("(strict: choices fail the run)")
+
+
+def test_a_differing_choice_is_reported_with_its_counterexample_everywhere() -> None:
+    rep = _tagged()
+    lines = rep.summary_lines()
+    assert lines[-2] == "checks by strength: " + rep.strength_line()
+    assert lines[-1] == "differs from sandproof's choice: tl:e (t::policy): {'deny_out': ['a.com', 'a.com']}"
+    data = rep.to_json()
+    [difference] = data["choice_differences"]
+    assert difference["contract"] == "tl:e" and difference["nodeid"] == "t::policy"
+    assert difference["counterexample"] == "{'deny_out': ['a.com', 'a.com']}"
+    assert data["strength"]["choice"]["differs"] == 1 and data["strict"] is False
+    text = rep.fidelity_markdown()
+    assert "## Checks that differs from sandproof's choice" not in text
+    assert "## Checks that differ from sandproof's choice" in text
+    assert "| `tl:e` | `t::policy` | why | {'deny_out': ['a.com', 'a.com']} |" in text
+    assert "Checks by strength: spec 2 passed" in text
+
+
+def test_without_differences_there_is_no_section() -> None:
+    rep = ContractReport("mock")
+    rep.record("t::a", "tensorlake", "network-policy", "passed")
+    rep.add_checks("t::a", [_checks("tl:a", "choice", "passed")])
+    assert rep.differences() == [] and "differ from sandproof" not in rep.fidelity_markdown()
+    assert rep.to_json()["choice_differences"] == []

@@ -1,0 +1,69 @@
+"""Contract strength: every check says whether the provider's documents, the real system or sandproof's choice backs it.
+
+:mod:`harness.strength.model` holds the strengths, bases, contracts and the ``tagged`` decorator,
+:mod:`harness.strength.ledger` the per-test record of outcomes and the run's mode, and
+:mod:`harness.strength.sources` the vendored documents and their quoted sentences.
+"""
+
+from harness.strength.ledger import (
+    CheckOutcome,
+    ContractBreach,
+    Ledger,
+    breach,
+    current,
+    ledger,
+    record,
+    record_results,
+    strict_mode,
+)
+from harness.strength.model import (
+    ENFORCED,
+    REGISTRY,
+    STRENGTHS,
+    Basis,
+    CheckResult,
+    Contract,
+    Status,
+    Strength,
+    choice,
+    contracts,
+    define,
+    fails_run,
+    observed,
+    spec,
+    status_of,
+    tagged,
+)
+from harness.strength.sources import DOCUMENTS, SENTENCES, Document, Sentence
+
+__all__ = [
+    "DOCUMENTS",
+    "ENFORCED",
+    "REGISTRY",
+    "SENTENCES",
+    "STRENGTHS",
+    "Basis",
+    "CheckOutcome",
+    "CheckResult",
+    "Contract",
+    "ContractBreach",
+    "Document",
+    "Ledger",
+    "Sentence",
+    "Status",
+    "Strength",
+    "breach",
+    "choice",
+    "contracts",
+    "current",
+    "define",
+    "fails_run",
+    "ledger",
+    "observed",
+    "record",
+    "record_results",
+    "spec",
+    "status_of",
+    "strict_mode",
+    "tagged",
+]

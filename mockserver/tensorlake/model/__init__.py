@@ -1,0 +1,55 @@
+"""The TensorLake mock's rules, with no web stack: every decision the routes and the contract oracle share.
+
+* :mod:`.records` - sandboxes, snapshots and sessions as plain data, and their JSON forms;
+* :mod:`.validate` - request bodies and query parameters, checked completely before anything changes;
+* :mod:`.state` - :class:`TensorLakeModel`: the tenants' state and its transitions on the virtual clock;
+* :mod:`.auth` - bearer keys, the accepted key set, tenants, session cookies;
+* :mod:`.urls` - ``sandbox_url`` and ``ingress_endpoint`` from the request's origin;
+* :mod:`.waits` - waits returned as decisions (:class:`Settle`), the SDK's request budget;
+* :mod:`.lifecycle` - :class:`LifecycleApi`: one function per lifecycle route, answers as plain dicts;
+* :mod:`.ingress` - :class:`IngressRules`: the sandbox proxy's routing, admission and forwarded headers;
+* :mod:`.daemon` and :mod:`.management` - the in-sandbox daemon's state and the management API's rules;
+* :mod:`.admin` - the ``/_mock/tensorlake`` verbs (timings, sessions, create outcomes, API keys);
+* :mod:`.gate` - :class:`TensorLakeGate`, the egress gate a sandbox's commands go through.
+
+Importing this package loads no starlette, uvicorn or httpx.
+"""
+
+from .auth import SESSION_COOKIES, KeyRing, Tenant
+from .daemon import CommandSpec, Daemon, ProcessRecord
+from .gate import TensorLakeGate
+from .ingress import Admission, IngressRules, ProxyRequest, Target
+from .lifecycle import Answer, Call, LifecycleApi
+from .records import Sandbox, Session, Snapshot
+from .state import TensorLakeModel
+from .store import CreateOutcome, Timings
+from .urls import Origin
+from .validate import MANAGEMENT_PORT
+from .waits import Settle, without_waiting
+
+__all__ = [
+    "MANAGEMENT_PORT",
+    "SESSION_COOKIES",
+    "Admission",
+    "Answer",
+    "Call",
+    "CommandSpec",
+    "CreateOutcome",
+    "Daemon",
+    "IngressRules",
+    "KeyRing",
+    "LifecycleApi",
+    "Origin",
+    "ProcessRecord",
+    "ProxyRequest",
+    "Sandbox",
+    "Session",
+    "Settle",
+    "Snapshot",
+    "Target",
+    "Tenant",
+    "TensorLakeGate",
+    "TensorLakeModel",
+    "Timings",
+    "without_waiting",
+]

@@ -1,0 +1,318 @@
+"""The TensorLake mock's state model: the operations on sandboxes, names, snapshots and mounts.
+
+No HTTP here: :mod:`.lifecycle` turns a request into one call of these methods and their result into the
+answer's body. Every method takes the model lock and validates completely before it changes anything, so a
+rejected request leaves the state exactly as it was. The records, lookups and clock transitions are the
+:class:`~.store.SandboxStore`'s.
+
+* ``running`` -> ``suspending`` -> ``suspended`` (named sandboxes only; ephemeral ones get 400).
+* ``suspended`` -> ``pending`` (``pending_reason=resuming``) -> ``running``.
+* ``running`` -> ``snapshotting`` -> ``running`` while a checkpoint is taken.
+* DELETE moves the sandbox to the archive: GET answers 404 afterwards, ``/archived-sandboxes/{id}`` still
+  shows it, and its name is free again.
+
+Known deviations from the real service: state is in memory and per API key (the key stands for the
+project); snapshot ids have the sandbox id shape; a failed create keeps no name; resume shows
+``pending`` with ``pending_reason=resuming`` while it settles.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from contracts.tensorlake import NetworkConfig
+from mockserver.core.errors import ApiError
+from mockserver.sandbox.filesystem import FileSystem
+
+from .records import Resize, Resources, Sandbox, Snapshot
+from .store import CreateOutcome, SandboxStore
+from .validate import (
+    CreateRequest,
+    PatchRequest,
+    bad,
+    conflict,
+    not_found,
+    parse_mount,
+    parse_patch,
+    parse_resources,
+)
+
+__all__ = ["TensorLakeModel"]
+
+
+class TensorLakeModel(SandboxStore):
+    """The state model: create, update, delete, suspend, resume, snapshot, mount and copy sandboxes; thread-safe."""
+
+    # -- create ----------------------------------------------------------------------------------
+
+    def create(self, owner: str, namespace: str, req: CreateRequest) -> tuple[Sandbox, CreateOutcome | None]:
+        """Create a sandbox (fresh or from a snapshot); 409 on a taken name, 404 on an unknown snapshot."""
+        with self.lock:
+            if req.name is not None:
+                taken = self.names.get((owner, namespace, req.name))
+                if taken is not None:
+                    self.settle(self.sandboxes[taken])
+                    if (owner, namespace, req.name) in self.names:
+                        raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
+            snap = self._snapshot_for_restore(owner, namespace, req.snapshot_id)
+            base: dict[str, Any] = snap.config if snap else {}
+            base_resources = Resources.from_json(base["resources"]) if "resources" in base else None
+            resources = (
+                parse_resources(req.resources, [], base=base_resources)
+                if req.resources is not None
+                else base_resources or Resources()
+            )
+            now = self.clock.now()
+            ident = self._new_id()
+            fs: FileSystem | Callable[[], FileSystem] = (
+                FileSystem.load(snap.fs, now=self.clock.now) if snap else functools.partial(self._new_fs, ident)
+            )
+            network = req.network if req.network_given else _network_of(base)
+            exposed = req.exposed_ports if req.exposed_ports is not None else tuple(base.get("exposed_ports", ()))
+            unauth = req.allow_unauthenticated_access
+            sb = Sandbox(
+                id=ident,
+                owner=owner,
+                namespace=namespace,
+                created_at=now,
+                filesystem=fs,
+                name=req.name,
+                image=req.image if req.image is not None else base.get("image"),
+                resources=resources,
+                timeout_secs=req.timeout_secs if req.timeout_secs is not None else base.get("timeout_secs"),
+                entrypoint=req.entrypoint if req.entrypoint is not None else base.get("entrypoint"),
+                network=network,
+                allow_unauthenticated_access=bool(
+                    unauth if unauth is not None else base.get("allow_unauthenticated_access", False)
+                ),
+                exposed_ports=exposed,
+                auto_resume=True if req.auto_resume is None else req.auto_resume,
+                pending_reason="scheduling",
+                file_systems=list(req.file_systems),
+                snapshot_id=req.snapshot_id,
+                secret_names=list(req.secret_names),
+                template_id=req.template_id,
+                max_pending_secs=req.max_pending_secs,
+                ready_at=now + self.timings.startup,
+            )
+            outcome = self.outcomes.popleft() if self.outcomes else None
+            if outcome is not None and outcome.kind == "failed":
+                sb.status, sb.pending_reason = "failed", None
+                sb.termination_reason, sb.error_details = outcome.reason, outcome.error_details
+                self.sandboxes[ident] = sb
+                return sb, outcome
+            if outcome is not None:
+                sb.ready_at = None
+            self.sandboxes[ident] = sb
+            if sb.name is not None:
+                self.names[(owner, namespace, sb.name)] = ident
+            self.settle(sb)
+            return sb, outcome
+
+    def _snapshot_for_restore(self, owner: str, namespace: str, snapshot_id: str | None) -> Snapshot | None:
+        if snapshot_id is None:
+            return None
+        snap = self.snapshots.get(snapshot_id)
+        if snap is None or snap.owner != owner or snap.namespace != namespace:
+            raise not_found("snapshot", snapshot_id)
+        if snap.status_at(self.clock.now()) != "completed":
+            raise conflict("snapshot_not_ready", f"snapshot {snapshot_id!r} is still in progress")
+        return snap
+
+    def release(self, sb: Sandbox) -> None:
+        """Let a stuck pending sandbox (a timed-out create) start now."""
+        with self.lock:
+            if sb.status == "pending" and sb.ready_at is None:
+                sb.ready_at = self.clock.now()
+                self.settle(sb)
+
+    # -- update and delete -----------------------------------------------------------------------
+
+    def patch(self, owner: str, namespace: str, ident: str, body: Any) -> tuple[Sandbox, list[str]]:
+        """Apply a PATCH body atomically; return the sandbox and the body keys the mock did not know."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            req = parse_patch(body, sb.network, self.resolve)
+            self._check_patch(sb, req)
+            self._apply_patch(sb, req)
+            return sb, req.unknown
+
+    def _check_patch(self, sb: Sandbox, req: PatchRequest) -> None:
+        if sb.status == "failed":
+            raise conflict("invalid_state", f"sandbox {sb.id!r} has failed and cannot be updated")
+        if req.name is not None and req.name != sb.name:
+            taken = self.names.get((sb.owner, sb.namespace, req.name))
+            if taken is not None and taken != sb.id:
+                raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
+        if req.auto_resume is False and (req.name or sb.name) is None:
+            raise conflict("invalid_auto_resume", "auto_resume=false requires a named sandbox")
+        if req.resources is not None:
+            if sb.status != "running":
+                raise conflict("invalid_state", f"a resize needs a running sandbox; it is {sb.status}")
+            if req.resources.get("disk_mb", sb.resources.disk_mb) < sb.resources.disk_mb:
+                raise conflict("invalid_resize", "disk_mb cannot shrink below the current disk size")
+
+    def _apply_patch(self, sb: Sandbox, req: PatchRequest) -> None:
+        if req.name is not None and req.name != sb.name:
+            self._free_name(sb)
+            sb.name = req.name
+            self.names[(sb.owner, sb.namespace, req.name)] = sb.id
+        if req.auto_resume is not None:
+            sb.auto_resume = req.auto_resume
+        if req.allow_unauthenticated_access is not None:
+            sb.allow_unauthenticated_access = req.allow_unauthenticated_access
+        if req.exposed_ports is not None:
+            sb.exposed_ports = req.exposed_ports
+        if req.network_given:
+            sb.network = req.network
+        if req.resources is not None:
+            requested = Resources.from_json({**sb.resources.to_json(), **req.resources})
+            generation = 1 if sb.resize is None else sb.resize.generation + 1
+            sb.resize = Resize(generation, requested, "pending", self.clock.now() + self.timings.resize)
+            self.settle(sb)
+
+    def delete(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        """Terminate a sandbox and archive it; its name becomes free."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            reason = "cancelled" if sb.status == "pending" else None
+            self._terminate(sb, self.clock.now(), reason)
+            return sb
+
+    # -- suspend, resume, snapshot ---------------------------------------------------------------
+
+    def suspend(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        """Start suspending a named running sandbox (no-op when suspending or suspended)."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            if sb.name is None:
+                raise bad("ephemeral_sandbox", "ephemeral (unnamed) sandboxes cannot be suspended")
+            if sb.status in ("suspended", "suspending"):
+                return sb
+            if sb.status != "running":
+                raise conflict("invalid_state", f"cannot suspend a sandbox that is {sb.status}")
+            sb.status, sb.running_since = "suspending", None
+            sb.transition_at = self.clock.now() + self.timings.suspend
+            self.settle(sb)
+            return sb
+
+    def resume(self, owner: str, namespace: str, ident: str) -> Sandbox:
+        """Start resuming a suspended sandbox (no-op when running or already resuming)."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            if sb.status == "running" or (sb.status == "pending" and sb.resuming):
+                return sb
+            if sb.status != "suspended":
+                raise conflict("invalid_state", f"cannot resume a sandbox that is {sb.status}")
+            self.wake(sb)
+            return sb
+
+    def wake(self, sb: Sandbox) -> None:
+        """Move a suspended sandbox into its resume transition."""
+        with self.lock:
+            sb.status, sb.resuming, sb.pending_reason = "pending", True, "resuming"
+            sb.transition_at = self.clock.now() + self.timings.resume
+            self.settle(sb)
+
+    def snapshot(self, owner: str, namespace: str, ident: str, snapshot_type: str | None) -> Snapshot:
+        """Checkpoint a running sandbox: its filesystem now and the settings a restore inherits."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            if sb.status != "running":
+                raise conflict("invalid_state", f"cannot snapshot a sandbox that is {sb.status}")
+            now = self.clock.now()
+            fs = sb.fs.dump()
+            size = sum(info.size for info in sb.fs.walk("/") if not info.is_dir)
+            snap = Snapshot(
+                id=self._new_id(),
+                owner=owner,
+                namespace=namespace,
+                sandbox_id=sb.id,
+                created_at=now,
+                ready_at=now + self.timings.snapshot,
+                snapshot_type=snapshot_type or "memory",
+                config={
+                    "image": sb.image,
+                    "resources": sb.resources.to_json(),
+                    "timeout_secs": sb.timeout_secs,
+                    "entrypoint": sb.entrypoint,
+                    "network": None if sb.network is None else sb.network.to_json(),
+                    "allow_unauthenticated_access": sb.allow_unauthenticated_access,
+                    "exposed_ports": list(sb.exposed_ports),
+                },
+                fs=fs,
+                size_bytes=size,
+            )
+            self.snapshots[snap.id] = snap
+            sb.status, sb.transition_at = "snapshotting", snap.ready_at
+            self.settle(sb)
+            return snap
+
+    def get_snapshot(self, owner: str, namespace: str, snapshot_id: str) -> Snapshot:
+        """Return a snapshot of the tenant; 404 if there is none."""
+        with self.lock:
+            snap = self.snapshots.get(snapshot_id)
+            if snap is None or snap.owner != owner or snap.namespace != namespace:
+                raise not_found("snapshot", snapshot_id)
+            return snap
+
+    def list_snapshots(self, owner: str, namespace: str, sandbox_id: str | None = None) -> list[Snapshot]:
+        """Return the tenant's snapshots (of one sandbox when ``sandbox_id`` is given)."""
+        with self.lock:
+            return [
+                s
+                for s in self.snapshots.values()
+                if s.owner == owner and s.namespace == namespace and (sandbox_id is None or s.sandbox_id == sandbox_id)
+            ]
+
+    def delete_snapshot(self, owner: str, namespace: str, snapshot_id: str) -> None:
+        """Delete a snapshot; 404 if there is none."""
+        with self.lock:
+            self.snapshots.pop(self.get_snapshot(owner, namespace, snapshot_id).id)
+
+    # -- file systems, copies, archive -----------------------------------------------------------
+
+    def attach(self, owner: str, namespace: str, ident: str, body: Any) -> Sandbox:
+        """Attach a file-system mount; 409 when the mount path is taken."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            mount = parse_mount(body)
+            if any(m["mount_path"] == mount["mount_path"] for m in sb.file_systems):
+                raise conflict("mount_path_in_use", f"{mount['mount_path']} already has a file system")
+            sb.file_systems.append(mount)
+            return sb
+
+    def detach(self, owner: str, namespace: str, ident: str, body: Any) -> Sandbox:
+        """Detach the file system at ``mount_path``; 404 when nothing is mounted there."""
+        with self.lock:
+            sb = self.find(owner, namespace, ident)
+            path = body.get("mount_path") if isinstance(body, dict) else None
+            if not isinstance(path, str):
+                raise bad("invalid_type", "mount_path must be a string")
+            kept = [m for m in sb.file_systems if m["mount_path"] != path]
+            if len(kept) == len(sb.file_systems):
+                raise ApiError(404, "mount_not_found", f"no file system is mounted at {path}")
+            sb.file_systems = kept
+            return sb
+
+    def copy(self, owner: str, namespace: str, ident: str, times: int) -> tuple[Sandbox, list[Sandbox]]:
+        """Clone a running sandbox ``times`` times (filesystem and settings; copies are unnamed)."""
+        with self.lock:
+            source = self.find(owner, namespace, ident)
+            if source.status != "running":
+                raise conflict("invalid_state", f"cannot copy a sandbox that is {source.status}")
+            copies = []
+            for _ in range(times):
+                data = {**source.dump(), "id": self._new_id(), "name": None, "created_at": self.clock.now()}
+                clone = Sandbox.load(data, FileSystem.load(data["fs"], now=self.clock.now))
+                clone.running_since = self.clock.now()
+                self.sandboxes[clone.id] = clone
+                copies.append(clone)
+            return source, copies
+
+
+def _network_of(config: dict[str, Any]) -> NetworkConfig | None:
+    raw = config.get("network")
+    return None if raw is None else NetworkConfig.from_json(raw)

@@ -1,0 +1,146 @@
+"""Process runtimes: what executes the commands the management API starts inside a sandbox.
+
+A runtime runs a :class:`~.model.daemon.CommandSpec` for a sandbox and reports what the process writes and how
+it ends into the sandbox's :class:`~.model.daemon.Daemon` (the model keeps the records; the runtime only
+executes). :class:`ProcessRuntime` is the whole interface the routes use; :class:`EmulatorRuntime` runs the
+shared command emulator as asyncio tasks, its ``Sleep`` steps on the mock's virtual clock and a run's
+``timeout`` enforced on that clock. Another runtime (real processes) can be put behind the same interface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+from mockserver.core.clock import VirtualClock
+from mockserver.sandbox.commands import CommandEmulator
+from mockserver.sandbox.steps import Exit, Output, Sleep
+
+from .model.daemon import CommandSpec, Daemon, ProcessRecord
+from .model.records import Sandbox
+
+__all__ = ["EmulatorRuntime", "ProcessRuntime"]
+
+_Key = tuple[str, int]
+
+
+class ProcessRuntime(Protocol):
+    """Start, signal and follow the processes of sandboxes."""
+
+    def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
+        """Start ``spec`` in ``sandbox`` in the background; return its (running) record."""
+
+    def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
+        """End a running process with ``signal`` (a no-op once it ended)."""
+
+    def follow(self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool) -> AsyncIterator[Any]:
+        """Yield the process's output events on ``stream`` as they come, and its exit event if ``with_exit``."""
+
+    def close(self, sandbox_id: str) -> None:
+        """Kill every process of a sandbox that is gone (safe from any thread)."""
+
+
+class EmulatorRuntime:
+    """Run commands in the command emulator as asyncio tasks on the server's event loop."""
+
+    def __init__(self, clock: VirtualClock, emulator_for: Callable[[Sandbox], CommandEmulator]) -> None:
+        self.clock = clock
+        self.emulator_for = emulator_for
+        self._tasks: dict[_Key, asyncio.Task[None]] = {}
+        self._changed: dict[_Key, asyncio.Event] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _event(self, daemon: Daemon, proc: ProcessRecord) -> asyncio.Event:
+        return self._changed.setdefault((daemon.sandbox_id, proc.pid), asyncio.Event())
+
+    def _notify(self, daemon: Daemon, proc: ProcessRecord) -> None:
+        self._event(daemon, proc).set()
+
+    def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
+        """Start ``spec`` as a background task and return its record."""
+        proc = daemon.start(spec, self.clock.now())
+        self._loop = asyncio.get_running_loop()
+        key = (daemon.sandbox_id, proc.pid)
+        self._tasks[key] = asyncio.create_task(self._execute(sandbox, daemon, proc, spec.timeout))
+        return proc
+
+    async def _execute(self, sandbox: Sandbox, daemon: Daemon, proc: ProcessRecord, timeout: float | None) -> None:
+        emulator = self.emulator_for(sandbox)
+        elapsed = 0.0
+        try:
+            for step in emulator.run([proc.command, *proc.args], env=proc.env, cwd=proc.working_dir or "/"):
+                if isinstance(step, Output):
+                    daemon.write(proc, step.stream, step.data, self.clock.now())
+                    self._notify(daemon, proc)
+                elif isinstance(step, Sleep):
+                    if timeout is not None and elapsed + step.seconds > timeout:
+                        await self.clock.async_sleep(max(0.0, timeout - elapsed))
+                        self._finish(daemon, proc, signal=9, reason="timed_out")
+                        return
+                    await self.clock.async_sleep(step.seconds)
+                    elapsed += step.seconds
+                elif isinstance(step, Exit):
+                    self._finish(daemon, proc, exit_code=step.code)
+                    return
+            self._finish(daemon, proc, exit_code=0)
+        except asyncio.CancelledError:
+            self._finish(daemon, proc, signal=9, reason="signaled")
+            raise
+        except Exception as exc:  # an emulator bug must still end the stream cleanly
+            daemon.write(
+                proc, "stderr", f"sandproof: command failed in the emulator: {exc}\n".encode(), self.clock.now()
+            )
+            self._finish(daemon, proc, exit_code=127)
+        finally:
+            self._tasks.pop((daemon.sandbox_id, proc.pid), None)
+
+    def _finish(
+        self,
+        daemon: Daemon,
+        proc: ProcessRecord,
+        *,
+        exit_code: int | None = None,
+        signal: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        if daemon.finish(proc, self.clock.now(), exit_code=exit_code, signal=signal, reason=reason):
+            self._notify(daemon, proc)  # wakes the followers waiting on this event; later ones see the end
+            self._changed.pop((daemon.sandbox_id, proc.pid), None)
+
+    def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
+        """End a running process with ``signal`` and stop its task."""
+        if not proc.running:
+            return
+        self._finish(daemon, proc, signal=signal, reason="signaled")
+        task = self._tasks.pop((daemon.sandbox_id, proc.pid), None)
+        if task is not None:
+            task.cancel()
+
+    async def follow(
+        self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield the process's output events as they come (and the exit event when asked)."""
+        sent = 0
+        while True:
+            while sent < len(proc.events):
+                event = proc.events[sent]
+                sent += 1
+                if stream in ("output", event["stream"]):
+                    yield event
+            if not proc.running:
+                if with_exit:
+                    yield proc.exit_event()
+                return
+            changed = self._event(daemon, proc)
+            changed.clear()  # nothing runs between the last look at the events and the wait
+            await changed.wait()
+
+    def close(self, sandbox_id: str) -> None:
+        """Cancel every task of a sandbox that is gone; safe from any thread."""
+        loop = self._loop
+        for key, task in list(self._tasks.items()):
+            if key[0] != sandbox_id or task.done():
+                continue
+            if loop is not None and loop.is_running():
+                loop.call_soon_threadsafe(task.cancel)

@@ -1,0 +1,79 @@
+"""Acceptance: an engine that decides like the reference but stores policies as given passes by default.
+
+``tests.mutants.representation_engines`` keeps, beside the mutants, engines whose every decision is the
+reference's while their stored form is not (duplicates kept, names not IDNA-converted). The default run must
+pass them; a strict run must fail the TensorLake one on ``choice`` checks only. Both through the Python API
+and through ``sandproof check --target policy:MODULE:ATTR``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.policy.opensandbox import run_checks as opensandbox_checks
+from harness.policy.sandbox_network import run_checks as restrict_checks
+from harness.policy.tensorlake.checks import run_checks as tensorlake_checks
+from tests.mutants.representation_engines import opensandbox_as_given, tensorlake_as_given
+
+ROOT = Path(__file__).resolve().parents[3]
+TARGET = "policy:tests.mutants.representation_engines:tensorlake_as_given"
+
+
+def test_the_tensorlake_engine_stores_as_given() -> None:
+    body = {"network": {"deny_out": ["a.com", "a.com"], "allow_out": ["bücher.com"]}}
+    stored = tensorlake_as_given.apply_update(None, body, lambda name: ["192.0.2.1"])
+    assert stored == {"allow_internet_access": True, "allow_out": ["bücher.com"], "deny_out": ["a.com", "a.com"]}
+
+
+def test_python_api_default_passes_and_strict_fails_only_choices() -> None:
+    results = tensorlake_checks(tensorlake_as_given) + restrict_checks(tensorlake_as_given)
+    assert [r.name for r in results if r.fails_run(strict=False)] == []
+    failing = [r for r in results if r.fails_run(strict=True)]
+    assert failing and {r.strength for r in failing} == {"choice"}, [(r.name, r.strength) for r in failing]
+    assert "stored_form" in {r.name for r in failing}
+    assert all(r.status() == "differs" for r in failing)
+
+
+def test_python_api_the_opensandbox_engine_passes_even_strict() -> None:
+    results = opensandbox_checks(opensandbox_as_given) + restrict_checks(opensandbox_as_given)
+    assert [r.name for r in results if r.fails_run(strict=True)] == []
+
+
+def _check(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HYPOTHESIS")}
+    report = tmp_path / "report"
+    args = [sys.executable, "-m", "sandproof.cli", "check", "--target", TARGET, "--profile", "dev", "-q"]
+    args += ["--report", str(report), "-k", "policy", *extra]
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return done, json.loads((report / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+def test_sandproof_check_default_passes_and_strict_fails_only_choices(tmp_path: Path, strict: bool) -> None:
+    done, data = _check(tmp_path, *(["--strict"] if strict else []))
+    output = done.stdout + done.stderr
+    checks = [c for test in data["tests"] for c in test["checks"]]
+    assert checks and data["strict"] is strict
+    bad = [c for c in checks if c["status"] != "passed"]
+    assert bad and {c["strength"] for c in bad} == {"choice"}, bad
+    assert "tensorlake-policy:stored_form" in {c["contract"] for c in bad}
+    if strict:
+        assert done.returncode == 1, output
+        assert {c["status"] for c in bad} == {"failed"} and data["choice_differences"] == []
+        assert "sandproof check FAILED" in output and "(strict: choices fail the run)" in output
+    else:
+        assert done.returncode == 0, output
+        assert {c["status"] for c in bad} == {"differs"}
+        assert {d["contract"] for d in data["choice_differences"]} == {c["contract"] for c in bad}
+        assert "sandproof check PASSED" in output
+        assert "differs from sandproof's choice: tensorlake-policy:stored_form" in output
+        assert "## Checks that differ from sandproof's choice" in (tmp_path / "report" / "fidelity.md").read_text()
+    line = next(line for line in done.stdout.splitlines() if line.startswith("sandproof check: spec "))
+    assert " passed · observed " in line and " · choice " in line

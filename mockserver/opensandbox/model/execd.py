@@ -4,7 +4,10 @@ Errors are execd's ``{"code", "message"}`` bodies; the access-token refusal is e
 ``{"error": ...}`` (:class:`~.errors.ExecdAuthError`). Running a command is not a rule: the runtime in
 :mod:`mockserver.opensandbox.commands` runs the :class:`RunRequest` these functions validate.
 
-Known deviations: PTY sessions are not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
+Known deviations: a foreground command whose SSE client goes away is killed at once (it reports exit -1,
+``signal: killed``), so dropped streams leave no running command behind; real execd runs the command under
+its own context (``context.Background``, bounded only by the request's ``timeout``) and lets it run on to its
+end, keeping its status record (newer execd even lets a client resume the stream). PTY sessions are not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
 answers on a platform without PTY), so no session exists: ``GET`` and ``DELETE /pty/{id}`` answer 404
 ``CONTEXT_NOT_FOUND`` "pty session <id> not found" (the body NeMo Gym keys on) and a WebSocket to
 ``/pty/{id}/ws`` is closed before the handshake.
@@ -31,6 +34,7 @@ __all__ = [
     "TAIL_CURSOR_HEADER",
     "LogChunk",
     "RunRequest",
+    "abandon",
     "check_execd_token",
     "command_logs",
     "command_status",
@@ -203,6 +207,16 @@ def new_command(sb: SandboxRecord, ids: IdFactory, clock: VirtualClock, run: Run
     record = CommandRecord(ids.token(16, _HEX), run.command, run.background, clock.now(), held_polls=run.held_polls)
     sb.commands[record.id] = record
     return record
+
+
+def abandon(record: CommandRecord) -> None:
+    """End a foreground command whose stream's client went away: it is killed (exit -1, ``signal: killed``).
+
+    See the module's known deviations: real execd lets such a command run on to its end or its timeout.
+    """
+    if record.running and not record.background:
+        record.stop_reason = "signal: killed"
+        record.cancel()
 
 
 def interrupt(sb: SandboxRecord, command_id: str | None) -> None:

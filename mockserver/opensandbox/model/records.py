@@ -24,7 +24,8 @@ class CommandRecord:
 
     ``stop`` is how the runtime running the command stops it (set when it starts); the model calls it
     through :meth:`cancel` when a sandbox is deleted, fails or the command is interrupted. ``held_polls``
-    is how many more status polls report it running whatever it did (an armed fault).
+    is how many more status polls report it running whatever it did (an armed fault); ``stop_reason`` is the
+    error a stopped command reports (an interrupt's SIGTERM by default).
     """
 
     id: str
@@ -37,6 +38,7 @@ class CommandRecord:
     finished_at: float | None = None
     output: bytearray = field(default_factory=bytearray)
     held_polls: int = 0
+    stop_reason: str = "signal: terminated"
     stop: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     def finish(self, exit_code: int, error: str | None, now: float) -> None:

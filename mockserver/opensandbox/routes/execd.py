@@ -1,17 +1,21 @@
 """execd's command, session and metrics routes (port 44772): parse, call :mod:`..model.execd`, render.
 
 Commands run on the :class:`~..commands.CommandRuntime`; a foreground command's events stream as execd's
-SSE frames.
+SSE frames, and a client that goes away abandons its command (:func:`~..model.execd.abandon`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+
+import anyio
+import anyio.abc
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_json
@@ -24,9 +28,41 @@ from ..model.records import SandboxRecord
 from ..model.state import OpenSandboxState
 from .render import sandbox_of, via_proxy
 
-__all__ = ["SSE_HEADERS", "ExecdContext", "execd_routes"]
+__all__ = ["SSE_HEADERS", "CommandStream", "ExecdContext", "execd_routes"]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
+
+
+class CommandStream(StreamingResponse):
+    """execd's SSE answer, watching for its client to go away while it waits for the next event.
+
+    Starlette notices a gone client only when a write fails, and a command that prints nothing never writes:
+    this response listens for ``http.disconnect`` throughout, and calls ``on_disconnect`` when the client
+    left before the last frame.
+    """
+
+    def __init__(self, content: AsyncIterator[bytes], on_disconnect: Callable[[], None]) -> None:
+        super().__init__(content, media_type="text/event-stream", headers=SSE_HEADERS)
+        self.on_disconnect = on_disconnect
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        finished = False
+
+        async def stream(group: anyio.abc.TaskGroup) -> None:
+            nonlocal finished
+            try:
+                await self.stream_response(send)
+                finished = True
+            except OSError:
+                pass  # the client is gone: the write failed
+            group.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(stream, group)
+            await self.listen_for_disconnect(receive)
+            group.cancel_scope.cancel()
+        if not finished:
+            self.on_disconnect()
 
 
 @dataclass(frozen=True)
@@ -56,7 +92,7 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
             async for event in execution.events():
                 yield frame(event)
 
-        return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+        return CommandStream(events(), lambda: execd.abandon(record))
 
     async def ping(request: Request) -> Response:
         sandbox_of(request)

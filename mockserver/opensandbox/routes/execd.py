@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import anyio
 import anyio.abc
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route

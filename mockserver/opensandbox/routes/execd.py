@@ -6,18 +6,16 @@ SSE frames, and a client that goes away abandons its command (:func:`~..model.ex
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import anyio
-import anyio.abc
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
 
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_json
+from mockserver.asgi.streams import WatchedStream
 from mockserver.core import IdFactory, VirtualClock
 
 from ..commands import CommandRuntime
@@ -27,41 +25,9 @@ from ..model.records import SandboxRecord
 from ..model.state import OpenSandboxState
 from .render import sandbox_of, via_proxy
 
-__all__ = ["SSE_HEADERS", "CommandStream", "ExecdContext", "execd_routes"]
+__all__ = ["SSE_HEADERS", "ExecdContext", "execd_routes"]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
-
-
-class CommandStream(StreamingResponse):
-    """execd's SSE answer, watching for its client to go away while it waits for the next event.
-
-    Starlette notices a gone client only when a write fails, and a command that prints nothing never writes:
-    this response listens for ``http.disconnect`` throughout, and calls ``on_disconnect`` when the client
-    left before the last frame.
-    """
-
-    def __init__(self, content: AsyncIterator[bytes], on_disconnect: Callable[[], None]) -> None:
-        super().__init__(content, media_type="text/event-stream", headers=SSE_HEADERS)
-        self.on_disconnect = on_disconnect
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        finished = False
-
-        async def stream(group: anyio.abc.TaskGroup) -> None:
-            nonlocal finished
-            try:
-                await self.stream_response(send)
-                finished = True
-            except OSError:
-                pass  # the client is gone: the write failed
-            group.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(stream, group)
-            await self.listen_for_disconnect(receive)
-            group.cancel_scope.cancel()
-        if not finished:
-            self.on_disconnect()
 
 
 @dataclass(frozen=True)
@@ -91,7 +57,9 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
             async for event in execution.events():
                 yield frame(event)
 
-        return CommandStream(events(), lambda: execd.abandon(record))
+        return WatchedStream(
+            events(), media_type="text/event-stream", headers=SSE_HEADERS, on_disconnect=lambda: execd.abandon(record)
+        )
 
     async def ping(request: Request) -> Response:
         sandbox_of(request)

@@ -28,7 +28,19 @@ from .model.egress import PolicyGate, effective_policy
 from .model.execd import RunRequest, error_event, frame, new_command
 from .model.records import CommandRecord, SandboxRecord
 
-__all__ = ["PING_INTERVAL", "CommandRuntime", "Execution", "Runner", "RunnerFactory", "emulator_runner", "frame"]
+__all__ = [
+    "DEVIATING_OPERATIONS",
+    "PING_INTERVAL",
+    "CommandRuntime",
+    "Execution",
+    "Runner",
+    "RunnerFactory",
+    "emulator_runner",
+    "frame",
+]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"execd": ("POST /command", "POST /session/{sessionId}/run")}
 
 PING_INTERVAL = 3.0
 _END = object()

@@ -36,6 +36,7 @@ from .state import OpenSandboxState
 from .validation import Checker
 
 __all__ = [
+    "DEVIATING_OPERATIONS",
     "EGRESS_AUTH_HEADER",
     "PolicyGate",
     "apply_delete",
@@ -47,6 +48,27 @@ __all__ = [
     "sidecar_policy",
     "status_body",
 ]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "lifecycle": (
+        "GET /sandboxes/{sandbox_id}/networkpolicy",
+        "PUT /sandboxes/{sandbox_id}/networkpolicy",
+        "PATCH /sandboxes/{sandbox_id}/networkpolicy",
+        "DELETE /sandboxes/{sandbox_id}/networkpolicy",
+        "GET /sandboxes/{sandbox_id}/endpoints/{port}",
+    ),
+    "egress": (
+        "POST /credential-vault",
+        "GET /credential-vault",
+        "PATCH /credential-vault",
+        "DELETE /credential-vault",
+        "GET /credential-vault/credentials",
+        "GET /credential-vault/credentials/{credential_name}",
+        "GET /credential-vault/bindings",
+        "GET /credential-vault/bindings/{binding_name}",
+    ),
+}
 
 EGRESS_AUTH_HEADER = "OPENSANDBOX-EGRESS-AUTH"
 #: The ``/networkpolicy`` methods, in the real server's route order (a 405 there allows ``GET``).

@@ -7,7 +7,9 @@ Errors are execd's ``{"code", "message"}`` bodies; the access-token refusal is e
 Known deviations: a foreground command whose SSE client goes away is killed at once (it reports exit -1,
 ``signal: killed``), so dropped streams leave no running command behind; real execd runs the command under
 its own context (``context.Background``, bounded only by the request's ``timeout``) and lets it run on to its
-end, keeping its status record (newer execd even lets a client resume the stream). PTY sessions are not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
+end, keeping its status record (newer execd even lets a client resume the stream). The code interpreter
+(``/code``, ``/code/context(s)``) and the endless ``GET /metrics/watch`` are not served (404). PTY sessions are
+not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
 answers on a platform without PTY), so no session exists: ``GET`` and ``DELETE /pty/{id}`` answer 404
 ``CONTEXT_NOT_FOUND`` "pty session <id> not found" (the body NeMo Gym keys on) and a WebSocket to
 ``/pty/{id}/ws`` is closed before the handshake.
@@ -28,6 +30,7 @@ from .records import CommandRecord, SandboxRecord
 from .state import OpenSandboxState
 
 __all__ = [
+    "DEVIATING_OPERATIONS",
     "EXECD_TOKEN_HEADER",
     "RUN_FIELDS",
     "SESSION_RUN_FIELDS",
@@ -54,6 +57,21 @@ __all__ = [
     "resolve_cwd",
     "validate_working_dir",
 ]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "execd": (
+        "POST /command",
+        "GET /code/contexts",
+        "DELETE /code/contexts",
+        "GET /code/contexts/{context_id}",
+        "DELETE /code/contexts/{context_id}",
+        "POST /code/context",
+        "POST /code",
+        "DELETE /code",
+        "GET /metrics/watch",
+    )
+}
 
 EXECD_TOKEN_HEADER = "x-execd-access-token"
 TAIL_CURSOR_HEADER = "EXECD-COMMANDS-TAIL-CURSOR"

@@ -30,6 +30,7 @@ from .state import OpenSandboxState
 from .validation import Checker
 
 __all__ = [
+    "DEVIATING_OPERATIONS",
     "CreatedSnapshot",
     "create_sandbox",
     "create_snapshot",
@@ -47,6 +48,17 @@ __all__ = [
     "resume_sandbox",
     "version",
 ]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (see ``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "lifecycle": (
+        "POST /sandboxes",
+        "GET /sandboxes/{sandbox_id}/diagnostics/logs",
+        "GET /sandboxes/{sandbox_id}/diagnostics/inspect",
+        "GET /sandboxes/{sandbox_id}/diagnostics/events",
+        "GET /sandboxes/{sandbox_id}/diagnostics/summary",
+    )
+}
 
 
 def health() -> dict[str, Any]:

@@ -18,7 +18,22 @@ from mockserver.core import ApiError
 
 from .validation import Checker, Pattern
 
-__all__ = ["pool_call", "pool_not_supported", "template_call", "template_not_supported"]
+__all__ = ["DEVIATING_OPERATIONS", "pool_call", "pool_not_supported", "template_call", "template_not_supported"]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "lifecycle": (
+        "POST /pools",
+        "GET /pools",
+        "GET /pools/{pool_name}",
+        "PUT /pools/{pool_name}",
+        "DELETE /pools/{pool_name}",
+        "POST /templates",
+        "GET /templates",
+        "GET /templates/{template_id}",
+        "DELETE /templates/{template_id}",
+    )
+}
 
 _POOL_NAME = Pattern(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _CAPACITY = ("bufferMax", "bufferMin", "poolMax", "poolMin")

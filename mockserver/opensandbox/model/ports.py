@@ -26,7 +26,16 @@ from .profiles import EGRESS_PORT, EXECD_PORT
 from .records import SandboxRecord
 from .state import OpenSandboxState
 
-__all__ = ["PROXY_METHODS", "PortCall", "admit_port", "require_pod_ip", "serves"]
+__all__ = ["DEVIATING_OPERATIONS", "PROXY_METHODS", "PortCall", "admit_port", "require_pod_ip", "serves"]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "lifecycle": tuple(
+        f"{method} /sandboxes/{{sandbox_id}}/proxy/{{port}}{rest}"
+        for rest in ("", "/{full_path}")
+        for method in ("GET", "POST", "PUT", "DELETE", "PATCH")
+    )
+}
 
 #: The methods the server proxy forwards; any other answers 405 before anything else is checked.
 PROXY_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})

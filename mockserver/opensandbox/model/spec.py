@@ -45,6 +45,9 @@ _MEMORY_UNITS = {
 _MAX_INT64 = 2**63 - 1
 _INVALID = "SANDBOX::INVALID_PARAMETER"
 RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"lifecycle": ("POST /sandboxes",)}
 #: The entrypoint a sandbox restored from a snapshot runs when the request names none.
 SNAPSHOT_ENTRYPOINT = ("tail", "-f", "/dev/null")
 SUPPORTED_OS = frozenset({"linux", "windows"})

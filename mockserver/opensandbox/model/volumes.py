@@ -23,7 +23,10 @@ from mockserver.core import ApiError
 
 from .validation import Checker, Pattern, value_error_entry
 
-__all__ = ["check_volumes", "validate_volumes"]
+__all__ = ["DEVIATING_OPERATIONS", "check_volumes", "validate_volumes"]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"lifecycle": ("POST /sandboxes",)}
 
 _DNS_LABEL = Pattern(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _HOST_PATH = Pattern(r"^(/|[A-Za-z]:[\\/])")

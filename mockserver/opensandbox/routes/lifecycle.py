@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 
 from mockserver.asgi.middleware import notes
 
+from .. import openapi
 from ..model import egress, endpoints, lifecycle
 from ..model import pools as pools_model
 from ..model.config import ServerConfig
@@ -43,6 +44,12 @@ def _sandbox_id(request: Request) -> str:
 def lifecycle_routes(ctx: LifecycleContext) -> list[BaseRoute]:
     """Return every lifecycle route under ``/v1`` and bare, with the server-proxy mounts."""
     state, config = ctx.state, ctx.config
+
+    async def openapi_document(request: Request) -> Response:
+        name = request.path_params.get("name", "lifecycle")
+        if name not in openapi.DOCUMENTS:
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        return JSONResponse(openapi.document(name))
 
     async def health(request: Request) -> Response:
         return JSONResponse(lifecycle.health())
@@ -131,6 +138,8 @@ def lifecycle_routes(ctx: LifecycleContext) -> list[BaseRoute]:
         return JSONResponse(answer)
 
     out: list[BaseRoute] = [
+        _route(openapi.SERVED_AT["lifecycle"], openapi_document, "GET"),
+        _route("/openapi/{name}.json", openapi_document, "GET"),
         _route("/health", health, "GET"),
         _route("/version", version, "GET"),
         _route("/v1/metrics/events", metrics_event, "POST"),

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import abc
 import functools
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from mockserver.admin.catalogue import NamedFault
 from mockserver.admin.guard import AdminGuard
 from mockserver.admin.routes import admin_routes
 from mockserver.asgi.middleware import FaultMiddleware, JournalMiddleware
@@ -40,9 +42,13 @@ class HttpMock(MockCore):
         """Return provider-specific admin routes (mounted under ``/_mock``)."""
         return []
 
+    def named_faults(self) -> Mapping[str, NamedFault]:
+        """Return the provider's named fault catalogue (served under ``/_mock/faults/catalogue``)."""
+        return {}
+
     def admin_routes(self) -> list[BaseRoute]:
         """Return the admin service's routes, already prefixed with ``/_mock``."""
-        return admin_routes(self, self.extra_admin_routes())
+        return admin_routes(self, self.extra_admin_routes(), self.named_faults())
 
     def exception_handlers(self) -> dict[Any, Any]:
         """Return the Starlette exception handlers; the default renders :class:`ApiError`."""

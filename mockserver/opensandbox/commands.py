@@ -28,7 +28,19 @@ from .model.egress import PolicyGate, effective_policy
 from .model.execd import RunRequest, error_event, frame, new_command
 from .model.records import CommandRecord, SandboxRecord
 
-__all__ = ["PING_INTERVAL", "CommandRuntime", "Execution", "Runner", "RunnerFactory", "emulator_runner", "frame"]
+__all__ = [
+    "DEVIATING_OPERATIONS",
+    "PING_INTERVAL",
+    "CommandRuntime",
+    "Execution",
+    "Runner",
+    "RunnerFactory",
+    "emulator_runner",
+    "frame",
+]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"execd": ("POST /command", "POST /session/{sessionId}/run")}
 
 PING_INTERVAL = 3.0
 _END = object()
@@ -74,7 +86,7 @@ class Execution:
         self.cwd = cwd
         self.timeout = None if not timeout_ms or timeout_ms <= 0 else timeout_ms / 1000.0
         self.queue: asyncio.Queue[Any] | None = asyncio.Queue() if stream else None
-        self.cancel_reason = "signal: terminated"
+        self.done = asyncio.Event()
 
     def start(self) -> None:
         """Start the command's task on the running loop."""
@@ -101,8 +113,8 @@ class Execution:
         try:
             code = await self._walk(started)
         except asyncio.CancelledError:
-            rec.finish(-1, self.cancel_reason, self.clock.now())
-            self._emit(error_event("-1", self.cancel_reason, self.clock.now_ms()))
+            rec.finish(-1, rec.stop_reason, self.clock.now())
+            self._emit(error_event("-1", rec.stop_reason, self.clock.now_ms()))
         except Exception as exc:  # an emulator failure is a start failure: evalue is the error text
             rec.finish(255, str(exc), self.clock.now())
             self._emit(error_event(str(exc), str(exc), self.clock.now_ms()))
@@ -121,6 +133,7 @@ class Execution:
         finally:
             if self.queue is not None:
                 self.queue.put_nowait(_END)
+            self.done.set()
 
     async def _walk(self, started: float) -> int | None:
         """Run the steps; return the exit code, or None when the timeout killed the command."""
@@ -178,6 +191,7 @@ class CommandRuntime:
         self.enforcement = enforcement
         self.factory = factory
         self._runners: dict[str, Runner] = {}
+        self._live: set[Execution] = set()
 
     def clear(self) -> None:
         """Forget every runner (the sandboxes are gone or replaced)."""
@@ -206,4 +220,10 @@ class CommandRuntime:
             argv=run.argv,
         )
         execution.start()
+        self._live.add(execution)
         return record, execution
+
+    def live(self) -> int:
+        """Return how many started commands still run (each holds a task until it ends)."""
+        self._live = {e for e in self._live if not e.done.is_set()}
+        return len(self._live)

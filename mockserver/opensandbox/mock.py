@@ -12,11 +12,13 @@ two ways, both served by this same app, so one transport or one socket serves ev
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
+from mockserver.admin.catalogue import NamedFault
 from mockserver.core import DnsTable, VirtualClock, environment
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
@@ -24,6 +26,7 @@ from mockserver.service import HttpMock
 from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner
 from .faults import FaultCatalogue
 from .model import admin as admin_model
+from .model import faults as model_faults
 from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
@@ -50,7 +53,8 @@ class OpenSandboxMock(HttpMock):
     key, each key its own tenant. ``profile`` is ``"docker"`` (default, synchronous) or ``"kubernetes"``
     (Pending for ``pending_seconds``, visible Pausing/Resuming). ``execd_token`` / ``egress_token`` make the
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
-    or ``dns+nft`` (also raw IPs). ``runner_factory`` replaces the shared command emulator.
+    or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
+    the real server's default). ``runner_factory`` replaces the shared command emulator.
     """
 
     provider = "opensandbox"
@@ -68,6 +72,7 @@ class OpenSandboxMock(HttpMock):
         stop_seconds: float | None = None,
         snapshot_seconds: float = 0.0,
         egress_without_policy: bool = False,
+        allowed_host_paths: tuple[str, ...] = (),
         execd_token: str | None = None,
         egress_token: str | None = None,
         enforcement_mode: str = "dns",
@@ -82,6 +87,7 @@ class OpenSandboxMock(HttpMock):
             egress_token=egress_token,
             enforcement=enforcement_mode,
             snapshot_seconds=snapshot_seconds,
+            allowed_host_paths=tuple(allowed_host_paths),
         )
         self.profile = make_profile(
             profile,
@@ -142,6 +148,10 @@ class OpenSandboxMock(HttpMock):
         direct.path_regex = re.compile(direct.path_regex.pattern, re.DOTALL)
         return [direct, *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app))]
 
+    def named_faults(self) -> Mapping[str, NamedFault]:
+        """Return the named fault catalogue served under ``/_mock/faults/catalogue``."""
+        return self.catalogue.named()
+
     def extra_admin_routes(self) -> list[BaseRoute]:
         """Return ``/_mock/opensandbox/...`` helpers (OOM-kill, fail)."""
         return admin.admin_routes(self.state)
@@ -195,9 +205,9 @@ class OpenSandboxMock(HttpMock):
                 if all(sb.spec.metadata.get(k) == v for k, v in metadata.items())
             ]
 
-    def oom_kill(self, sandbox_id: str) -> None:
-        """Mark a sandbox Failed as an OOM kill (exit 137) now."""
-        self.state.fail(sandbox_id, *self.profile.oom_status())
+    def oom_kill(self, sandbox_id: str, wording: str | None = None) -> None:
+        """Mark a sandbox Failed as an OOM kill (exit 137) now, worded as ``wording`` (see ``OOM_WORDINGS``)."""
+        model_faults.oom_kill(self.state, sandbox_id, wording)
 
     def sdk_env(self, url: str | None = None) -> dict[str, str]:
         """Return the environment that points the SDK's defaults at this mock."""

@@ -14,13 +14,14 @@ the mock's ``DnsTable``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from mockserver.admin.catalogue import NamedFault
 from mockserver.core import environment
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
@@ -31,6 +32,7 @@ from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Handler
 from mockserver.service import HttpMock
 
+from .faults import TensorLakeFaults
 from .model import admin
 from .model.admin import DEFAULT_ORGANIZATION, DEFAULT_PROJECT
 from .model.auth import KeyRing
@@ -92,6 +94,15 @@ class TensorLakeMock(HttpMock):
         self.runtime = EmulatorRuntime(self.clock, self.emulator_for)
         self.lifecycle = LifecycleApi(self.model, self.ingress_domain)
         self.ingress = IngressRules(self.model)
+
+    @property
+    def catalogue(self) -> TensorLakeFaults:
+        """Return the named fault catalogue (also served under ``/_mock/faults/catalogue``)."""
+        return TensorLakeFaults(self)
+
+    def named_faults(self) -> Mapping[str, NamedFault]:
+        """Return the named faults by name."""
+        return self.catalogue.named()
 
     def new_model(self, keys: KeyRing) -> TensorLakeModel:
         """Return the state model this mock serves."""

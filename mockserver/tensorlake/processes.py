@@ -50,6 +50,7 @@ class EmulatorRuntime:
         self._tasks: dict[_Key, asyncio.Task[None]] = {}
         self._changed: dict[_Key, asyncio.Event] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._followers = 0
 
     def _event(self, daemon: Daemon, proc: ProcessRecord) -> asyncio.Event:
         return self._changed.setdefault((daemon.sandbox_id, proc.pid), asyncio.Event())
@@ -108,6 +109,10 @@ class EmulatorRuntime:
             self._notify(daemon, proc)  # wakes the followers waiting on this event; later ones see the end
             self._changed.pop((daemon.sandbox_id, proc.pid), None)
 
+    def live(self) -> int:
+        """Return how many processes still run (each holds a task until it ends)."""
+        return sum(not task.done() for task in self._tasks.values())
+
     def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
         """End a running process with ``signal`` and stop its task."""
         if not proc.running:
@@ -122,19 +127,27 @@ class EmulatorRuntime:
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield the process's output events as they come (and the exit event when asked)."""
         sent = 0
-        while True:
-            while sent < len(proc.events):
-                event = proc.events[sent]
-                sent += 1
-                if stream in ("output", event["stream"]):
-                    yield event
-            if not proc.running:
-                if with_exit:
-                    yield proc.exit_event()
-                return
-            changed = self._event(daemon, proc)
-            changed.clear()  # nothing runs between the last look at the events and the wait
-            await changed.wait()
+        self._followers += 1
+        try:
+            while True:
+                while sent < len(proc.events):
+                    event = proc.events[sent]
+                    sent += 1
+                    if stream in ("output", event["stream"]):
+                        yield event
+                if not proc.running:
+                    if with_exit:
+                        yield proc.exit_event()
+                    return
+                changed = self._event(daemon, proc)
+                changed.clear()  # nothing runs between the last look at the events and the wait
+                await changed.wait()
+        finally:
+            self._followers -= 1
+
+    def followers(self) -> int:
+        """Return how many event streams are following processes now."""
+        return self._followers
 
     def close(self, sandbox_id: str) -> None:
         """Cancel every task of a sandbox that is gone; safe from any thread."""

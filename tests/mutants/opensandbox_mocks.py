@@ -9,6 +9,7 @@ why in ``choice``: only a choice contract (failing ``--strict`` runs) can kill i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -92,6 +93,41 @@ class ResponseRewrite:
         new_status = self.status(status) if self.status is not None else status
         await send({**start, "status": new_status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
+
+
+class RequestRewrite:
+    """Rewrite the JSON bodies of matching requests before the mock sees them."""
+
+    def __init__(self, app: ASGIApp, matches: Callable[[str, str], bool], body: Callable[[Any], Any]) -> None:
+        self.app = app
+        self.matches = matches
+        self.body = body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.matches(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        raw = b"".join(chunks)
+        with contextlib.suppress(ValueError):
+            raw = json.dumps(self.body(json.loads(raw))).encode()
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(raw)).encode()))
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        await self.app({**scope, "headers": headers}, replay, send)
 
 
 class MutantMock(OpenSandboxMock):
@@ -303,6 +339,21 @@ class RetryAfterDropped(MutantMock):
             return [(k, v) for k, v in headers if status != 503 or k.lower() != b"retry-after"]
 
         return ResponseRewrite(app, lambda method, path: path.startswith("/v1/"), headers=strip)
+
+
+class UncheckedVolumesAndPlatform(MutantMock):
+    """Create never looks at ``volumes`` or ``platform``: bad ones are accepted (and a platform is not echoed)."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Drop both fields from create bodies before the mock reads them."""
+
+        def drop(body: Any) -> Any:
+            if isinstance(body, dict):
+                body.pop("volumes", None)
+                body.pop("platform", None)
+            return body
+
+        return RequestRewrite(app, lambda method, path: method == "POST" and path.rstrip("/") == "/v1/sandboxes", drop)
 
 
 class NoRequestIdOnErrors(MutantMock):
@@ -518,6 +569,13 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         RetryAfterDropped,
         contract="admin_api",
         choice="fault injection is sandproof's own admin API: whether an injected fault keeps the headers it was given is sandproof's design, not the provider's",
+    ),
+    MockMutant(
+        "volumes-and-platform-unchecked",
+        "create accepts any volumes and platform",
+        "lifecycle",
+        frozenset({"first_sandbox", "create"}),
+        UncheckedVolumesAndPlatform,
     ),
     MockMutant(
         "no-request-id-on-errors",

@@ -54,7 +54,7 @@ API_KEY_HEADER = "open-sandbox-api-key"
 SECURE_ACCESS_HEADER = "OpenSandbox-Secure-Access"
 DIRECT_PREFIX = "/direct"
 ADMIN_PREFIX = "/_mock"
-EXEMPT_PATHS = ("/health", "/version", "/docs", "/redoc", "/openapi.json")
+EXEMPT_PATHS = ("/health", "/version", "/docs", "/redoc", "/openapi.json", "/openapi/")
 DEFAULT_TENANT = "default"
 _PROXY_PATH = re.compile(r"^(/v1)?/sandboxes/[^/]+/proxy/\d+(/|$)")
 

@@ -23,7 +23,9 @@ class CommandRecord:
     """One execd command: its status record and (for background runs) its combined log.
 
     ``stop`` is how the runtime running the command stops it (set when it starts); the model calls it
-    through :meth:`cancel` when a sandbox is deleted, fails or the command is interrupted.
+    through :meth:`cancel` when a sandbox is deleted, fails or the command is interrupted. ``held_polls``
+    is how many more status polls report it running whatever it did (an armed fault); ``stop_reason`` is the
+    error a stopped command reports (an interrupt's SIGTERM by default).
     """
 
     id: str
@@ -35,6 +37,8 @@ class CommandRecord:
     error: str | None = None
     finished_at: float | None = None
     output: bytearray = field(default_factory=bytearray)
+    held_polls: int = 0
+    stop_reason: str = "signal: terminated"
     stop: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     def finish(self, exit_code: int, error: str | None, now: float) -> None:
@@ -46,8 +50,17 @@ class CommandRecord:
         self.error = error
         self.finished_at = now
 
-    def status_json(self) -> dict[str, Any]:
-        """Return the execd ``CommandStatusResponse``."""
+    def status_json(self, *, held: bool = False) -> dict[str, Any]:
+        """Return the execd ``CommandStatusResponse``; ``held``: as while it runs (see :attr:`held_polls`)."""
+        if held:
+            return {
+                "id": self.id,
+                "content": self.content,
+                "running": True,
+                "exit_code": None,
+                "started_at": iso(self.started_at),
+                "finished_at": None,
+            }
         out: dict[str, Any] = {
             "id": self.id,
             "content": self.content,
@@ -77,6 +90,7 @@ class CommandRecord:
             "error": self.error,
             "finished_at": self.finished_at,
             "output": self.output.decode("utf-8", "replace"),
+            "held_polls": self.held_polls,
         }
 
     @classmethod
@@ -84,6 +98,7 @@ class CommandRecord:
         """Rebuild a record; one that was running is restored as killed."""
         rec = cls(str(data["id"]), str(data["content"]), bool(data["background"]), float(data["started_at"]))
         rec.output = bytearray(str(data.get("output", "")).encode())
+        rec.held_polls = int(data.get("held_polls") or 0)
         if data.get("running"):
             rec.finish(-1, "signal: killed", float(data["started_at"]))
         else:
@@ -99,7 +114,10 @@ class SandboxRecord:
     """One sandbox: its lifecycle state, spec, filesystem, policy and execd state.
 
     ``access_token`` is the sandbox's secure-access token: in multi-tenant mode its direct endpoint
-    hands it out and its sandbox ports accept it in place of the owner's API key.
+    hands it out and its sandbox ports accept it in place of the owner's API key. The armed faults of
+    :mod:`.faults`: ``oom_on_next_exec`` (an OOM wording name; ``""`` is the runtime's own), ``fail_next``
+    (pause or resume -> the failed status it ends in; ``pending_failure`` while it settles) and
+    ``hold_next_command`` (how many status polls the next command reports running).
     """
 
     id: str
@@ -118,7 +136,10 @@ class SandboxRecord:
     access_token: str = ""
     commands: dict[str, CommandRecord] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)
-    oom_on_next_exec: bool = False
+    oom_on_next_exec: str | None = None
+    fail_next: dict[str, tuple[str, str]] = field(default_factory=dict)
+    pending_failure: tuple[str, str] | None = None
+    hold_next_command: int = 0
 
     def set_state(self, state: str, reason: str, message: str, now: float) -> None:
         """Move to ``state`` and stamp the transition."""
@@ -200,6 +221,9 @@ class SandboxRecord:
             "commands": [c.to_json() for c in self.commands.values()],
             "sessions": dict(self.sessions),
             "oom_on_next_exec": self.oom_on_next_exec,
+            "fail_next": {op: list(status) for op, status in self.fail_next.items()},
+            "pending_failure": None if self.pending_failure is None else list(self.pending_failure),
+            "hold_next_command": self.hold_next_command,
         }
 
     @classmethod
@@ -235,10 +259,25 @@ class SandboxRecord:
             has_sidecar=bool(data.get("has_sidecar")),
             access_token=str(data.get("access_token") or secrets.token_urlsafe(24)),
             sessions=dict(data.get("sessions") or {}),
-            oom_on_next_exec=bool(data.get("oom_on_next_exec")),
+            oom_on_next_exec=_oom_wording(data.get("oom_on_next_exec")),
+            fail_next={str(op): (str(r), str(m)) for op, (r, m) in (data.get("fail_next") or {}).items()},
+            pending_failure=_status_pair(data.get("pending_failure")),
+            hold_next_command=int(data.get("hold_next_command") or 0),
         )
         rec.commands = {c["id"]: CommandRecord.from_json(c) for c in data.get("commands", [])}
         return rec
+
+
+def _status_pair(value: Any) -> tuple[str, str] | None:
+    """Read a (reason, message) pair from a state file."""
+    return (str(value[0]), str(value[1])) if value else None
+
+
+def _oom_wording(value: Any) -> str | None:
+    """Read an armed OOM kill from a state file: a wording name, or (older files) a boolean."""
+    if isinstance(value, str):
+        return value
+    return "" if value else None
 
 
 @dataclass

@@ -25,6 +25,7 @@ from .spec import (
     STATES,
     CreateSpec,
     bad_request,
+    check_timeout,
     iso,
     parse_create,
     validate_labels,
@@ -43,6 +44,8 @@ class OpenSandboxState:
         self.snapshots: dict[str, SnapshotRecord] = {}
         self.metrics_events: list[dict[str, Any]] = []
         self.egress_without_policy = False
+        #: Status polls to hold running, one entry per next command of any sandbox (armed by :mod:`.faults`).
+        self.command_holds: list[int] = []
 
     # -- bookkeeping -------------------------------------------------------------------------------
 
@@ -54,6 +57,7 @@ class OpenSandboxState:
             self.sandboxes.clear()
             self.snapshots.clear()
             self.metrics_events.clear()
+            self.command_holds.clear()
 
     def refresh(self) -> None:
         """Apply every transition and expiry that is due at the current virtual time."""
@@ -71,6 +75,9 @@ class OpenSandboxState:
                 return
             if target == "Running":
                 reason, message = self.profile.running_status()
+            elif target == "Failed":
+                reason, message = sb.pending_failure or self.profile.failed_status()
+                sb.pending_failure = None
             else:
                 reason, message = self.profile.status_for(target)
             sb.set_state(target, reason, message, self._stamp(sb, target, at))
@@ -108,20 +115,8 @@ class OpenSandboxState:
             sandbox_id = self.ids.uuid4()
             fs = FileSystem(now=self.clock.now, user="root", hostname=sandbox_id[:12])
             if spec.snapshot_id:
-                snap = self.snapshots.get(spec.snapshot_id)
-                if snap is None or snap.tenant != tenant:
-                    raise ApiError(404, "SNAPSHOT::NOT_FOUND", f"Snapshot {spec.snapshot_id} not found")
-                if now < snap.ready_at:
-                    raise ApiError(409, "SANDBOX::SNAPSHOT_NOT_READY", f"Snapshot {spec.snapshot_id} is not ready.")
-                fs = FileSystem.load(snap.fs, now=self.clock.now)
-            if spec.timeout is not None:
-                try:
-                    iso(now + spec.timeout)
-                except (OverflowError, ValueError, OSError):
-                    raise bad_request(
-                        "SANDBOX::INVALID_PARAMETER",
-                        f"Sandbox timeout {spec.timeout}s is too large to represent safely.",
-                    ) from None
+                fs = FileSystem.load(self.restorable_snapshot(tenant, spec.snapshot_id).fs, now=self.clock.now)
+            check_timeout(spec.timeout, now)
             sb = SandboxRecord(
                 id=sandbox_id,
                 tenant=tenant,
@@ -180,7 +175,7 @@ class OpenSandboxState:
                 if self.profile.name == "docker":
                     raise ApiError(409, "DOCKER::SANDBOX_NOT_RUNNING", "Sandbox is not in a running state.")
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
-            self._transition(sb, "Pausing", "Paused", self.profile.pause_seconds)
+            self._transition(sb, "Pausing", "Paused", self.profile.pause_seconds, sb.fail_next.pop("pause", None))
 
     def resume(self, tenant: str, sandbox_id: str) -> None:
         """Resume a paused sandbox; 409 otherwise."""
@@ -190,10 +185,20 @@ class OpenSandboxState:
                 if self.profile.name == "docker":
                     raise ApiError(409, "DOCKER::SANDBOX_NOT_PAUSED", "Sandbox is not in a paused state.")
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
-            self._transition(sb, "Resuming", "Running", self.profile.resume_seconds)
+            self._transition(sb, "Resuming", "Running", self.profile.resume_seconds, sb.fail_next.pop("resume", None))
 
-    def _transition(self, sb: SandboxRecord, via: str, target: str, seconds: float) -> None:
+    def _transition(
+        self, sb: SandboxRecord, via: str, target: str, seconds: float, failure: tuple[str, str] | None = None
+    ) -> None:
+        """Move through ``via`` to ``target`` (at once, or ``seconds`` later); an armed ``failure`` ends in Failed."""
         now = self.clock.now()
+        if failure is not None:
+            if seconds > 0:
+                sb.set_state(via, *self.profile.status_for(via), self._stamp(sb, via, now))
+                sb.pending, sb.pending_failure = ("Failed", now + seconds), failure
+            else:
+                self.fail(sb.id, *failure)
+            return
         if seconds > 0:
             sb.set_state(via, *self.profile.status_for(via), self._stamp(sb, via, now))
             sb.pending = (target, now + seconds)
@@ -249,8 +254,25 @@ class OpenSandboxState:
             sb.cancel_commands()
             for cmd in sb.commands.values():
                 cmd.finish(137, "signal: killed", self.clock.now())
-            sb.pending = None
+            sb.pending, sb.pending_failure = None, None
             sb.set_state("Failed", reason, message, self.clock.now())
+
+    def recover(self, sandbox_id: str) -> SandboxRecord:
+        """Put a Failed sandbox back to Running (its container restarted); 409 ``sandbox_not_failed`` otherwise."""
+        with self.lock:
+            sb = self.find(sandbox_id)
+            if sb.state != "Failed":
+                raise ApiError(409, "sandbox_not_failed", f"sandbox {sandbox_id} is {sb.state}, not Failed")
+            sb.set_state("Running", *self.profile.running_status(), self._stamp(sb, "Running", self.clock.now()))
+            return sb
+
+    def take_command_hold(self, sb: SandboxRecord) -> int:
+        """Return how many status polls the sandbox's next command reports running (armed per sandbox or any)."""
+        with self.lock:
+            held, sb.hold_next_command = sb.hold_next_command, 0
+            if not held and self.command_holds:
+                held = self.command_holds.pop(0)
+            return held
 
     # -- snapshots ---------------------------------------------------------------------------------
 
@@ -265,6 +287,14 @@ class OpenSandboxState:
                 self.ids.uuid4(), tenant, sandbox_id, name, now, now + delay, sb.fs.dump(), sb.spec.image
             )
             self.snapshots[snap.id] = snap
+            return snap
+
+    def restorable_snapshot(self, tenant: str, snapshot_id: str) -> SnapshotRecord:
+        """Return a Ready snapshot of ``tenant`` to restore; 404 ``SNAPSHOT::NOT_FOUND``, 409 ``SNAPSHOT::NOT_READY``."""
+        with self.lock:
+            snap = self.find_snapshot(tenant, snapshot_id)
+            if self.clock.now() < snap.ready_at:
+                raise ApiError(409, "SNAPSHOT::NOT_READY", f"Snapshot {snapshot_id} is not ready for restore.")
             return snap
 
     def find_snapshot(self, tenant: str, snapshot_id: str) -> SnapshotRecord:
@@ -320,6 +350,7 @@ class OpenSandboxState:
                     for s in self.snapshots.values()
                 ],
                 "metrics_events": list(self.metrics_events),
+                "command_holds": list(self.command_holds),
             }
 
     def load(self, data: dict[str, Any]) -> None:
@@ -328,11 +359,13 @@ class OpenSandboxState:
             sandboxes = {d["id"]: SandboxRecord.load(d, self.clock.now) for d in data.get("sandboxes", [])}
             snapshots = {d["id"]: SnapshotRecord(**d) for d in data.get("snapshots", [])}
             events = list(data.get("metrics_events", []))
-        except (KeyError, TypeError, AttributeError, PolicyError) as exc:
+            holds = [int(n) for n in data.get("command_holds", [])]
+        except (KeyError, TypeError, ValueError, AttributeError, PolicyError) as exc:
             raise ValueError(f"malformed OpenSandbox state: {exc}") from exc
         with self.lock:
             self.clear()
             self.sandboxes, self.snapshots, self.metrics_events = sandboxes, snapshots, events
+            self.command_holds = holds
 
 
 __all__ = [

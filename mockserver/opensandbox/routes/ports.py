@@ -26,7 +26,7 @@ from mockserver.core import ApiError
 from ..model.auth import API_KEY_HEADER, SECURE_ACCESS_HEADER
 from ..model.config import ServerConfig
 from ..model.execd import EXECD_TOKEN_HEADER
-from ..model.ports import PortCall, admit_port
+from ..model.ports import PROXY_METHODS, PortCall, admit_port
 from ..model.state import OpenSandboxState
 from .render import SANDBOX_KEY, TENANT_KEY, VIA_PROXY_KEY, close_code, error_response
 
@@ -79,6 +79,8 @@ class PortDispatcher:
         state[VIA_PROXY_KEY] = self.via_proxy
         if scope["type"] == "http":
             notes(scope).sandbox_id = sandbox_id
+            if self.via_proxy and scope["method"] not in PROXY_METHODS:
+                raise HTTPException(status_code=405, headers={"Allow": ", ".join(sorted(PROXY_METHODS))})
         tenant = state.get(TENANT_KEY)
         call = PortCall(
             sandbox_id,

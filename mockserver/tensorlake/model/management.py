@@ -11,7 +11,9 @@ body is ``{"code", "message", "error"}`` (``error`` mirrors ``message``), which 
 
 Known deviations from the real daemon: PTY sessions and TCP tunnels answer 501 ``not_supported``; stdin written
 to a process is accepted but not fed to it; ``user``, restart policies and health checks are recorded, not
-enforced; every command runs as the emulator's default user; a run's ``timeout`` is at most one day.
+enforced; every command runs as the emulator's default user; a run's ``timeout`` is at most one day. The process
+of ``POST /processes/run`` is killed (signal 9) when the client of its event stream goes away (the real daemon's
+behaviour is not known); a follower that goes away stops following and the process runs on.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .daemon import CommandSpec, Daemon, ProcessRecord
 from .records import ms
 
 __all__ = [
+    "ABANDONED_RUN_SIGNAL",
     "FILE_LIMIT",
     "HEALTH",
     "MAX_RUN_TIMEOUT",
@@ -50,6 +53,9 @@ __all__ = [
     "unsupported",
     "write_file",
 ]
+
+#: The signal that ends a ``run`` whose client went away (see the known deviations).
+ABANDONED_RUN_SIGNAL = 9
 
 FILE_LIMIT = 64 * 1024 * 1024
 MAX_RUN_TIMEOUT = 86_400

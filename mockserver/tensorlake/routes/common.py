@@ -26,6 +26,7 @@ __all__ = [
     "SANDBOX_KEY",
     "CollapseSlashes",
     "daemon_error",
+    "daemon_error_body",
     "daemon_error_handler",
     "query_lists",
     "render",
@@ -65,10 +66,14 @@ def query_lists(request: Request) -> Mapping[str, list[str]]:
     return out
 
 
+def daemon_error_body(exc: ApiError) -> dict[str, Any]:
+    """Return the body of a proxy or daemon refusal: ``{"code", "message", "error"}`` (``error`` mirrors ``message``)."""
+    return {**exc.body(), "error": exc.message}
+
+
 def daemon_error(exc: ApiError) -> JSONResponse:
-    """Return a proxy or daemon refusal: ``{"code", "message", "error"}`` (``error`` mirrors ``message``)."""
-    body: dict[str, Any] = {**exc.body(), "error": exc.message}
-    return JSONResponse(body, status_code=exc.status)
+    """Return a proxy or daemon refusal (see :func:`daemon_error_body`)."""
+    return JSONResponse(daemon_error_body(exc), status_code=exc.status)
 
 
 async def daemon_error_handler(request: Request, exc: Exception) -> Response:

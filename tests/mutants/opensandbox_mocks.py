@@ -576,6 +576,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"first_sandbox", "create"}),
         UncheckedVolumesAndPlatform,
+        contract="lifecycle_answer",
     ),
     MockMutant(
         "no-request-id-on-errors",

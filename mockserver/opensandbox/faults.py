@@ -348,7 +348,8 @@ class FaultCatalogue:
 
     def oom_on_next_exec(self, sandbox_id: str) -> None:
         """NG-F4 / F31: the next ``POST /command`` gets a 502 and the sandbox turns Failed (OOMKilled, 137)."""
-        self._sandbox(sandbox_id).oom_on_next_exec = True
+        self._sandbox(sandbox_id)
+        self.mock.state.oom_on_next_exec(sandbox_id)
 
     def oom_kill(self, sandbox_id: str) -> None:
         """F31: the sandbox turns Failed with an OOMKilled / exit 137 message now."""
@@ -357,9 +358,8 @@ class FaultCatalogue:
 
     def expire(self, sandbox_id: str) -> None:
         """F31: the sandbox reaches its expiry now (GET then answers 404)."""
-        sb = self._sandbox(sandbox_id)
-        sb.expires_at = self.mock.clock.now()
-        self.mock.state.refresh()
+        self._sandbox(sandbox_id)
+        self.mock.state.expire(sandbox_id)
 
 
 _DROP: Any = object()

@@ -19,6 +19,7 @@ from starlette.types import ASGIApp
 
 from mockserver.core import DnsTable, VirtualClock, environment
 from mockserver.sandbox.network import HttpTable
+from mockserver.core.changes import Persistent
 from mockserver.service import HttpMock
 
 from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner
@@ -144,6 +145,10 @@ class OpenSandboxMock(HttpMock):
     def extra_admin_routes(self) -> list[BaseRoute]:
         """Return ``/_mock/opensandbox/...`` helpers (OOM-kill, fail)."""
         return admin.admin_routes(self.state)
+
+    def persistent(self) -> Persistent:
+        """Return the model store a durable store keeps record by record."""
+        return self.state
 
     def on_clock_advance(self) -> None:
         """Finish due transitions and expire sandboxes."""

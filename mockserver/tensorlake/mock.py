@@ -29,6 +29,7 @@ from mockserver.core.faults import FaultRule
 from mockserver.sandbox.commands import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Handler
+from mockserver.core.changes import Persistent
 from mockserver.service import HttpMock
 
 from .model import admin
@@ -115,6 +116,10 @@ class TensorLakeMock(HttpMock):
     def load_state(self, data: dict[str, Any]) -> None:
         """Replace the state with :meth:`dump_state` output."""
         self.model.load(data)
+
+    def persistent(self) -> Persistent:
+        """Return the model store a durable store keeps record by record."""
+        return self.model
 
     def on_clock_advance(self) -> None:
         """Apply the transitions and timeouts that became due."""

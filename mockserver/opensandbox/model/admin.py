@@ -21,7 +21,7 @@ def oom_kill(state: OpenSandboxState, sandbox_id: str, body: Any) -> dict[str, A
     options = json_object(body)
     _live(state, sandbox_id)
     if options.get("on_next_exec"):
-        state.find(sandbox_id).oom_on_next_exec = True
+        state.oom_on_next_exec(sandbox_id)
     else:
         state.fail(sandbox_id, *state.profile.oom_status())
     return state.find(sandbox_id).to_json()

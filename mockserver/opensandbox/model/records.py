@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.opensandbox import NetworkPolicy
+from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
 from .profiles import DOCKER
@@ -100,6 +101,9 @@ class SandboxRecord:
 
     ``access_token`` is the sandbox's secure-access token: in multi-tenant mode its direct endpoint
     hands it out and its sandbox ports accept it in place of the owner's API key.
+
+    ``rev`` counts the changes a rule made (:meth:`~.state.OpenSandboxState.changed`); ``wire_cache`` holds the
+    lifecycle body of one revision.
     """
 
     id: str
@@ -119,6 +123,8 @@ class SandboxRecord:
     commands: dict[str, CommandRecord] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)
     oom_on_next_exec: bool = False
+    rev: int = field(default=0, compare=False)
+    wire_cache: tuple[int, WireDict] | None = field(default=None, init=False, repr=False, compare=False)
 
     def set_state(self, state: str, reason: str, message: str, now: float) -> None:
         """Move to ``state`` and stamp the transition."""
@@ -169,9 +175,9 @@ class SandboxRecord:
         for cmd in self.commands.values():
             cmd.cancel()
 
-    def dump(self) -> dict[str, Any]:
-        """Return the sandbox for a state snapshot."""
-        return {
+    def dump(self, *, with_fs: bool = True) -> dict[str, Any]:
+        """Return the sandbox for a state snapshot (without its filesystem when ``with_fs`` is false)."""
+        out = {
             "id": self.id,
             "tenant": self.tenant,
             "created_at": self.created_at,
@@ -187,7 +193,6 @@ class SandboxRecord:
                 "platform": self.spec.platform,
                 "policy": None if self.spec.policy is None else self.spec.policy.to_json(),
             },
-            "fs": self.fs.dump(),
             "state": self.state,
             "reason": self.reason,
             "message": self.message,
@@ -201,6 +206,9 @@ class SandboxRecord:
             "sessions": dict(self.sessions),
             "oom_on_next_exec": self.oom_on_next_exec,
         }
+        if with_fs:
+            out["fs"] = self.fs.dump()
+        return out
 
     @classmethod
     def load(cls, data: dict[str, Any], now: Callable[[], float]) -> SandboxRecord:
@@ -269,22 +277,30 @@ class SnapshotRecord:
         out["createdAt"] = iso(self.created_at)
         return out
 
+    def dump(self) -> dict[str, Any]:
+        """Return the snapshot for a state snapshot."""
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "sandbox_id": self.sandbox_id,
+            "name": self.name,
+            "created_at": self.created_at,
+            "ready_at": self.ready_at,
+            "fs": self.fs,
+            "image": self.image,
+        }
+
+
+def pagination(total: int, page: int, page_size: int) -> dict[str, Any]:
+    """Return the ``pagination`` object of page ``page`` of ``total`` items."""
+    pages = math.ceil(total / page_size) if total else 0
+    return {"page": page, "pageSize": page_size, "totalItems": total, "totalPages": pages, "hasNextPage": page < pages}
+
 
 def paginate(items: list[dict[str, Any]], page: int, page_size: int) -> dict[str, Any]:
     """Return the ``{items, pagination}`` body for one page."""
-    total = len(items)
-    pages = math.ceil(total / page_size) if total else 0
     start = (page - 1) * page_size
-    return {
-        "items": items[start : start + page_size],
-        "pagination": {
-            "page": page,
-            "pageSize": page_size,
-            "totalItems": total,
-            "totalPages": pages,
-            "hasNextPage": page < pages,
-        },
-    }
+    return {"items": items[start : start + page_size], "pagination": pagination(len(items), page, page_size)}
 
 
-__all__ = ["ECHOED_EXTENSION_PREFIX", "CommandRecord", "SandboxRecord", "SnapshotRecord", "paginate"]
+__all__ = ["ECHOED_EXTENSION_PREFIX", "CommandRecord", "SandboxRecord", "SnapshotRecord", "paginate", "pagination"]

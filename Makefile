@@ -8,9 +8,11 @@ NEMO_STAMP := $(VENV)/.nemo-gym-installed
 OSS_VENV := .venv-oss
 OSS_STAMP := $(OSS_VENV)/.installed
 TARGET ?= mock
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock install sdk-matrix clean
+.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock install system-deps sdk-matrix clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +22,7 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PIP) install -e '.[dev]'
 	touch $@
 
-# NeMo Gym 0.7.0 declares Python >= 3.13.14; its sandbox layer runs on 3.11 (see docs/nemo-gym.md).
+# NeMo Gym 0.7.0 declares Python >= 3.13.14; its sandbox layer runs on 3.11 (see docs/sources/reference/nemo-gym.md).
 $(NEMO_STAMP): $(STAMP)
 	$(PIP) install --no-deps --ignore-requires-python nemo-gym==0.7.0
 	$(PIP) install PyYAML pydantic omegaconf 'tenacity>=9.1.4' aiohttp
@@ -34,6 +36,22 @@ $(OSS_STAMP):
 
 install: $(STAMP) $(NEMO_STAMP) $(OSS_STAMP)
 
+# Debian packages the suite drives for real: Chromium for the dashboard test (never a downloaded browser) and
+# the linux runtime's tools (bubblewrap, nftables, iproute2; curl, procps and ping for its tests). Installed
+# with one `apt-get update` when one is missing and we can (root or sudo, apt-get present); otherwise nothing
+# happens and the tests that need them say why they skip.
+SYSTEM_TOOLS := $(CHROMIUM):chromium bwrap:bubblewrap nft:nftables ip:iproute2 curl:curl ps:procps ping:iputils-ping
+system-deps:
+	@missing=""; for pair in $(SYSTEM_TOOLS); do tool=$${pair%%:*}; pkg=$${pair##*:}; \
+		command -v $$tool >/dev/null 2>&1 || [ -x "$$tool" ] || missing="$$missing $$pkg"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then \
+		echo "installing$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	else \
+		echo "missing system packages:$$missing (no apt-get, or not root): the tests that need them skip"; \
+	fi
+
 serve: $(STAMP)
 	$(VENV)/bin/sandproof serve
 
@@ -41,11 +59,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
-unit: install
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -q --junitxml=reports/junit.xml
+unit: install system-deps
+	SANDPROOF_CHROMIUM=$(CHROMIUM) SANDPROOF_REQUIRE_CHROMIUM=1 HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) \
+		$(PY) -m pytest -q --junitxml=reports/junit.xml
 
-bench-smoke: $(STAMP)
+bench-smoke: $(STAMP) system-deps
 	$(PY) bench/run_all.py --smoke
 
 # The contract suite against the in-process mocks, with its fidelity report.

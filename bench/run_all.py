@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-BENCHES = ("policy.py", "tensorlake.py", "opensandbox.py")
+BENCHES = ("policy.py", "tensorlake.py", "opensandbox.py", "recording.py", "linux_runtime.py")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

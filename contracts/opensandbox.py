@@ -5,7 +5,7 @@ The shape is the lifecycle ``NetworkPolicy`` / egress sidecar ``/policy`` body::
     {"defaultAction": "allow" | "deny", "egress": [{"action": "allow" | "deny", "target": "..."}]}
 
 Matching rules (sources: ``specs/opensandbox/egress.yaml``, the lifecycle 1.1.1 ``NetworkPolicy`` schema and
-``reference/opensandbox-wire.md`` §5; where those are silent the choice is marked *chosen*):
+``docs/sources/reference/opensandbox-wire.md`` §5; where those are silent the choice is marked *chosen*):
 
 * Rules are evaluated in order and the first matching rule decides (schema: "evaluated in order"). When no rule
   matches, ``defaultAction`` decides.

@@ -1,6 +1,6 @@
 """Egress restriction for a sandbox an agent creates for its own session: ``restrict_sandbox_network``.
 
-Follows NeMo Gym's documented ``nemo_gym.agents.utils.sandbox_network`` (``seeds/nemo-gym-sandbox-network.md``),
+Follows NeMo Gym's documented ``nemo_gym.agents.utils.sandbox_network`` (``harness/specs/seeds/nemo-gym-sandbox-network.md``),
 without importing NeMo Gym. Decision table, checked in this order (codes are ``AgentSeedRejectedError.reason``):
 
 1. ``inherit``: ``spec`` is returned unchanged (the same object); nothing else is looked at.

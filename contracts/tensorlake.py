@@ -1,7 +1,7 @@
 """Reference model of TensorLake sandbox egress: the ``network`` policy, decisions and the PATCH tri-state.
 
-Sources: the networking docs (``seeds/tensorlake-networking.md``, authoritative on semantics) and
-``reference/tensorlake-wire.md`` §5. Where they are silent the choice is marked *chosen*.
+Sources: the networking docs (``harness/specs/seeds/tensorlake-networking.md``, authoritative on semantics) and
+``docs/sources/reference/tensorlake-wire.md`` §5. Where they are silent the choice is marked *chosen*.
 
 Policy shape: ``{"allow_internet_access": bool, "allow_out": [str], "deny_out": [str]}``, missing keys
 defaulting to ``true``, ``[]``, ``[]``; ``None`` (no policy) leaves egress unrestricted.

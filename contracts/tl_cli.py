@@ -1,6 +1,6 @@
 """The ``tl sbx`` CLI's network and port flags as pure functions from arguments to request bodies.
 
-Source: ``reference/tensorlake-wire.md`` §9 (the CLI at 0.5.113) and the networking docs. The functions take
+Source: ``docs/sources/reference/tensorlake-wire.md`` §9 (the CLI at 0.5.113) and the networking docs. The functions take
 the arguments after the subcommand (``tl sbx create <argv>``, ``tl sbx update ID <argv>``) and return the JSON
 body the CLI sends, or raise ``PolicyError`` where the CLI refuses to send anything.
 

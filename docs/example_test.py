@@ -38,7 +38,7 @@ def test_sdk_runs_a_command_on_the_mock(opensandbox_mock: RunningMock) -> None:
             await sandbox.kill()
 
     assert asyncio.run(flow()) == "hello\n"
-    opensandbox_mock.admin.journal.assert_called("POST", "/v1/sandboxes", times=1)
+    opensandbox_mock.mock.journal.assert_called("POST", "/v1/sandboxes", times=1)
 
 
 @pytest.mark.sdk("opensandbox", "list")

@@ -5,7 +5,12 @@ without its dependencies plus that SDK release and the few runtime and test depe
 provider's SDK-driven tests (``tests/<provider>`` plus contracts marked ``sdk``) with a report directory,
 and prints which operations pass and which request fields the mocks flagged as unknown.
 
-``python -m harness.sdk_matrix [--dry-run] [--only NAME ...] [--strict]``; ``make sdk-matrix`` runs it.
+With ``--record`` each venv also records the provider's SDK flows (:mod:`harness.recording.flows`, through
+the recording proxy in front of an in-process mock) into ``<venv>/cassettes/<flow>.jsonl``, and the matrix
+prints, per provider, what each other SDK version changes on the wire against the first one, field by field
+(:func:`harness.recording.wire_diff.diff_cassettes`).
+
+``python -m harness.sdk_matrix [--dry-run] [--only NAME ...] [--strict] [--record]``; ``make sdk-matrix`` runs it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ __all__ = [
     "SdkVersion",
     "Step",
     "build_plan",
+    "compare_recordings",
     "default_matrix",
     "main",
     "operation_of",
@@ -73,7 +79,7 @@ class SdkVersion:
         return re.split(r"[<>=!~ ]", self.requirement, maxsplit=1)[0]
 
 
-StepKind = Literal["venv", "project", "deps", "test"]
+StepKind = Literal["venv", "project", "deps", "test", "record"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,11 @@ class Plan:
     stamp: str
     steps: tuple[Step, ...]
 
+    @property
+    def cassette_dir(self) -> Path:
+        """Return where the record step writes this version's cassettes."""
+        return self.venv / "cassettes"
+
 
 @dataclass
 class MatrixResult:
@@ -110,6 +121,8 @@ class MatrixResult:
     uncollected: list[str] = field(default_factory=list)
     unknown_fields: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     unknown_sources: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
+    cassettes: Path | None = None
+    record_error: str = ""
 
     def counts(self) -> dict[str, int]:
         """Return passed, failed and skipped totals."""
@@ -178,8 +191,12 @@ def build_plan(
     pyproject: Mapping[str, Any] | None = None,
     only: Sequence[str] = (),
     extra_pytest_args: Sequence[str] = (),
+    record: bool = False,
 ) -> list[Plan]:
-    """Return one :class:`Plan` per selected version; raise ValueError for unknown or unsafe names."""
+    """Return one :class:`Plan` per selected version; raise ValueError for unknown or unsafe names.
+
+    ``record`` adds a step that records the provider's SDK flows into the venv's ``cassettes`` directory.
+    """
     names = [v.name for v in versions]
     unknown = [n for n in only if n not in names]
     if unknown:
@@ -200,7 +217,7 @@ def build_plan(
         report = venv / "report"
         pip = (vpy, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
         upgrade = ("--upgrade",) if version.upgrade else ()
-        steps = (
+        steps: tuple[Step, ...] = (
             Step("venv", "create the venv", (python, "-m", "venv", "--clear", str(venv))),
             Step("project", "install sandproof without dependencies", (*pip, "--no-deps", "-e", str(repo_root))),
             Step(
@@ -233,6 +250,23 @@ def build_plan(
                 setup=False,
             ),
         )
+        if record:
+            steps += (
+                Step(
+                    "record",
+                    f"record the {version.provider} SDK flows' traffic",
+                    (
+                        vpy,
+                        "-m",
+                        "harness.recording.flows",
+                        "--provider",
+                        version.provider,
+                        "--out",
+                        str(venv / "cassettes"),
+                    ),
+                    setup=False,
+                ),
+            )
         stamp = json.dumps({"requirement": version.requirement, "deps": deps, "python": python})
         plans.append(Plan(version, venv, report, stamp, steps))
     return plans
@@ -318,6 +352,8 @@ def render(result: MatrixResult) -> list[str]:
         why = f"  {result.failures[operation]}" if operation in result.failures else ""
         lines.append(f"  {mark} {operation}{why}")
     lines += [f"  not collected: {name}" for name in result.uncollected]
+    if result.record_error:
+        lines.append(f"  recording: {result.record_error}")
     fields = result.unknown_fields.get(version.provider, {})
     if fields:
         lines.append("  request fields the mock did not recognise:")
@@ -357,6 +393,10 @@ def run_plan(plan: Plan, repo_root: Path = REPO_ROOT) -> MatrixResult:
         done = subprocess.run(step.argv, cwd=repo_root, env=env, check=False)
         if step.kind == "test":
             result.exit_status = done.returncode
+        elif step.kind == "record":
+            result.cassettes = plan.cassette_dir
+            if done.returncode != 0:
+                result.record_error = f"some flows failed (exit {done.returncode}); their cassettes stop there"
         elif done.returncode != 0:
             result.error = f"{step.description} failed (exit {done.returncode})"
             return result
@@ -367,6 +407,39 @@ def run_plan(plan: Plan, repo_root: Path = REPO_ROOT) -> MatrixResult:
     if result.exit_status not in (0, 1, 5) and not result.operations:
         result.error = f"pytest exited with status {result.exit_status}"
     return result
+
+
+def compare_recordings(results: Sequence[MatrixResult]) -> list[str]:
+    """Return, per provider, each SDK version's wire changes against the provider's first recorded version."""
+    from harness.recording.cassette import CassetteError, read_cassette
+    from harness.recording.wire_diff import diff_cassettes, render_changes
+
+    lines: list[str] = []
+    baselines: dict[str, MatrixResult] = {}
+    for result in results:
+        if result.cassettes is None:
+            continue
+        provider = result.version.provider
+        base = baselines.setdefault(provider, result)
+        if base is result or base.cassettes is None:
+            continue
+        lines.append(f"{base.version.name} -> {result.version.name}:")
+        names = sorted(
+            {p.name for p in base.cassettes.glob("*.jsonl")} | {p.name for p in result.cassettes.glob("*.jsonl")}
+        )
+        for name in names:
+            old, new = base.cassettes / name, result.cassettes / name
+            label = f"  {name.removesuffix('.jsonl')}"
+            if not (old.is_file() and new.is_file()):
+                lines.append(f"{label}: recorded by {base.version.name if old.is_file() else result.version.name} only")
+                continue
+            try:
+                changes = diff_cassettes(read_cassette(old), read_cassette(new))
+            except CassetteError as exc:
+                lines.append(f"{label}: unreadable cassette: {exc}")
+                continue
+            lines += ["  " + line for line in render_changes(label.strip(), changes)]
+    return lines
 
 
 def _clear_report(directory: Path) -> None:
@@ -396,10 +469,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="run only this entry")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any SDK version fails a test")
     parser.add_argument("--cache", type=Path, default=None, help="venv directory (default .cache/sdk-matrix)")
+    parser.add_argument(
+        "--record", action="store_true", help="also record each version's SDK flows and diff the wire between versions"
+    )
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     pyproject = _read_pyproject(REPO_ROOT / "pyproject.toml")
     try:
-        plans = build_plan(default_matrix(pyproject), cache_dir=args.cache, pyproject=pyproject, only=args.only)
+        plans = build_plan(
+            default_matrix(pyproject), cache_dir=args.cache, pyproject=pyproject, only=args.only, record=args.record
+        )
     except ValueError as exc:
         print(f"sdk-matrix: {exc}", file=sys.stderr)
         return 2
@@ -410,6 +488,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n== SDK matrix ==")
     for result in results:
         print("\n".join(render(result)))
+    wire = compare_recordings(results) if args.record else []
+    if args.record:
+        print("\n== what each SDK version changes on the wire ==")
+        print("\n".join(wire) or "only one version per provider was recorded")
     summary = (args.cache or REPO_ROOT / CACHE_DIR) / "summary.json"
     summary.parent.mkdir(parents=True, exist_ok=True)
     summary.write_text(
@@ -426,6 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "uncollected": r.uncollected,
                     "unknown_fields": r.unknown_fields,
                     "unknown_field_sources": r.unknown_sources,
+                    "cassettes": None if r.cassettes is None else str(r.cassettes),
+                    "record_error": r.record_error,
                 }
                 for r in results
             ],
@@ -435,6 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         encoding="utf-8",
     )
     print(f"\nsummary: {summary}")
+    if args.record:
+        (summary.parent / "wire-changes.txt").write_text("\n".join(wire) + "\n", encoding="utf-8")
     if any(r.error for r in results):
         return 2
     if args.strict and any(r.counts()["failed"] for r in results):

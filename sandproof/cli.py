@@ -1,16 +1,26 @@
-"""The ``sandproof`` command: ``serve`` the mocks, print their ``env``, ``check`` a target.
+"""The ``sandproof`` command: ``serve`` the mocks, print their ``env``, ``check`` a target, ``record`` and ``replay``.
 
-This is the top layer: ``serve`` and ``env`` go to :mod:`mockserver.serve`, ``check`` to :mod:`harness.cli`
-(imported only when asked for, so serving never loads the test stack).
+This is the top layer: ``serve`` and ``env`` go to :mod:`mockserver.serve`, ``check`` to :mod:`harness.cli`,
+``record`` and ``replay`` to :mod:`harness.recording.cli` (each imported only when asked for, so serving never
+loads the test stack).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main", "parser"]
+__all__ = ["HARNESS_MODULES", "main", "missing_harness", "parser"]
+
+#: What ``sandproof check`` needs beyond the base install (the ``harness`` extra).
+HARNESS_MODULES = ("pytest", "hypothesis", "schemathesis")
+
+
+def missing_harness() -> list[str]:
+    """Return the harness extra's modules that are not installed."""
+    return [name for name in HARNESS_MODULES if importlib.util.find_spec(name) is None]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -54,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
         else:
             cmd.add_argument("--api-key", default=None, help="the key the SDKs send (default sandproof-key)")
     sub.add_parser("check", help="run the contract suite against a target (sandproof check --help)", add_help=False)
+    sub.add_parser("record", help="record a server's traffic into a cassette (sandproof record --help)", add_help=False)
+    sub.add_parser("replay", help="replay cassettes against a target (sandproof replay --help)", add_help=False)
     return top
 
 
@@ -61,9 +73,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``sandproof`` command; return its exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "check":
+        missing = missing_harness()
+        if missing:
+            print(
+                f"sandproof check needs the harness extra (missing: {', '.join(missing)}): "
+                "pip install 'sandproof[harness]'",
+                file=sys.stderr,
+            )
+            return 2
         from harness.cli import main as check_main
 
         return check_main(args_list[1:])
+    if args_list and args_list[0] in ("record", "replay"):
+        from harness.recording import cli as recording_cli
+
+        command = recording_cli.record_main if args_list[0] == "record" else recording_cli.replay_main
+        return command(args_list[1:])
     args = parser().parse_args(args_list)
     if args.command == "serve":
         from mockserver.serve import ServeError, ServeOptions, serve

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("schemathesis", reason="the OpenAPI contracts need schemathesis (sandproof's dev extra)")
+pytest.importorskip("schemathesis", reason="the OpenAPI contracts need schemathesis (pip install 'sandproof[harness]')")
 
 from hypothesis import settings
 

@@ -20,7 +20,19 @@ import httpx
 
 from harness.differential.programs import RelTime, Step
 
-__all__ = ["ABSENT", "API_KEY_HEADER", "WRONG_KEY", "Observed", "Session", "Side", "created_sandbox", "parse_time"]
+__all__ = [
+    "ABSENT",
+    "API_KEY_HEADER",
+    "WRONG_KEY",
+    "Observed",
+    "Session",
+    "Side",
+    "created_sandbox",
+    "event_stream",
+    "parse_time",
+    "reply_body",
+    "reply_headers",
+]
 
 API_KEY_HEADER = "OPEN-SANDBOX-API-KEY"
 WRONG_KEY = "sandproof-wrong-key"
@@ -147,20 +159,21 @@ class Session:
         if isinstance(outcome, Exception):
             text = f"{type(outcome).__name__}: {outcome}"
             return Observed(0, {}, f"<transport error {type(outcome).__name__}>", line, text)
-        media = outcome.headers.get("content-type")
-        headers = {
-            "content-type": media.split(";")[0].strip().lower() if media else ABSENT,
-            "x-request-id": _request_id_shape(outcome.headers.get("x-request-id"), step.request_id),
-            "vary": outcome.headers.get("vary", ABSENT),
-        }
-        body: Any = None
-        if outcome.content:
-            try:
-                body = json.loads(outcome.content)
-            except ValueError:
-                body = "<non-json> " + outcome.text[:200]
-        context = f"created#{step.sandbox}" if step.sandbox in self.ids else None
-        return Observed(outcome.status_code, headers, self.normalise(body, context), line, outcome.text)
+        return self.observe_reply(outcome, line, slot=step.sandbox, request_id=step.request_id)
+
+    def observe_reply(
+        self, response: httpx.Response, line: str, *, slot: int | None, request_id: str | None, body: Any = ABSENT
+    ) -> Observed:
+        """Normalise a reply to a request about sandbox ``slot`` (``body``: the parsed body, if already parsed)."""
+        parsed = reply_body(response) if body is ABSENT else body
+        context = f"created#{slot}" if slot in self.ids else None
+        return Observed(
+            response.status_code,
+            reply_headers(response, request_id),
+            self.normalise(parsed, context),
+            line,
+            response.text,
+        )
 
     def normalise(self, value: Any, context: str | None) -> Any:
         """Replace ids, ports and timestamps in a JSON value with placeholders."""
@@ -227,6 +240,44 @@ def _mark_transition(value: dict[str, Any]) -> dict[str, Any]:
     if isinstance(status, dict) and isinstance(created, str) and status.get("lastTransitionAt") == created:
         return {**value, "status": {**status, "lastTransitionAt": "<same-as-createdAt>"}}
     return value
+
+
+def reply_headers(response: httpx.Response, request_id: str | None) -> dict[str, str]:
+    """Return the compared headers: the media type, how ``x-request-id`` relates to the request, ``vary``."""
+    media = response.headers.get("content-type")
+    return {
+        "content-type": media.split(";")[0].strip().lower() if media else ABSENT,
+        "x-request-id": _request_id_shape(response.headers.get("x-request-id"), request_id),
+        "vary": response.headers.get("vary", ABSENT),
+    }
+
+
+def reply_body(response: httpx.Response) -> Any:
+    """Return a reply's body as JSON; an event stream as its list of events; other text as ``<non-json> ...``."""
+    if not response.content:
+        return None
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        return event_stream(response.text)
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        return "<non-json> " + response.text[:200]
+
+
+def event_stream(text: str) -> list[Any]:
+    """Return the events of a ``text/event-stream`` body: each event's ``data`` as JSON when it parses."""
+    events: list[Any] = []
+    for block in re.split(r"\r?\n\r?\n", text):
+        lines = [line for line in block.splitlines() if line and not line.startswith(":")]
+        if not lines:
+            continue
+        data = [line[5:].lstrip() for line in lines if line.startswith("data:")]
+        payload = "\n".join(data) if data else "\n".join(lines)
+        try:
+            events.append(json.loads(payload))
+        except ValueError:
+            events.append(payload)
+    return events
 
 
 def _request_id_shape(value: str | None, sent: str | None) -> str:

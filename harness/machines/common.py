@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
+from harness.reporting.progress import PROGRESS
+
 if TYPE_CHECKING:
     from harness.targets import Target
     from mockserver.admin.client import AdminClient
@@ -40,6 +42,7 @@ class ContractViolation(AssertionError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"[{rule}] {message}")
         self.rule = rule
+        PROGRESS.failure()
 
 
 @dataclass(repr=False)
@@ -144,13 +147,26 @@ def run_seeded(
     used = seed if seed is not None else core.global_force_seed
     if used is None and not chosen.derandomize:
         used = random.getrandbits(32)
-    factory = hypothesis_seed(used)(machine) if used is not None else machine
+    counted = _counted(machine)
+    factory = hypothesis_seed(used)(counted) if used is not None else counted
     try:
         run_state_machine_as_test(factory, settings=chosen)
     except BaseException as exc:
         if used is not None:
             exc.add_note(note(used))
         raise
+
+
+def _counted(machine: type[RuleBasedStateMachine]) -> type[RuleBasedStateMachine]:
+    """Return ``machine`` telling the progress line about every program it starts."""
+
+    class Counted(machine):  # type: ignore[valid-type,misc]
+        def __init__(self) -> None:
+            PROGRESS.example()
+            super().__init__()
+
+    Counted.__name__ = Counted.__qualname__ = machine.__name__
+    return Counted
 
 
 def contract_params(provider: str, operations: Iterable[str], admin_operations: frozenset[str]) -> list[object]:

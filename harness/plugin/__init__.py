@@ -12,7 +12,9 @@ from sandproof's own choice fails the run too; by default only ``spec`` and ``ob
 Every contract test runs inside a :func:`harness.strength.ledger`; the tagged check outcomes it records go
 into the report and, as the ``sandproof_checks`` property, into ``junit.xml``.
 Markers: ``contract(provider, operation, requires=("api",))`` and ``sdk(provider, operation=None)``.
-Fixtures: ``sandproof_target``, ``tensorlake_mock``, ``opensandbox_mock``, ``opensandbox_asgi``.
+Fixtures: ``sandproof_target``, ``tensorlake_mock``, ``tensorlake_sdk_args``, ``opensandbox_mock``,
+``opensandbox_asgi``. ``--sandproof-sdk-env`` (or the ini ``sandproof_sdk_env = true``) exports the mocks'
+SDK environment before test modules are imported.
 The per-run state lives in :mod:`harness.plugin.state`, the Hypothesis profiles in
 :mod:`harness.plugin.profiles`; their public names are re-exported here.
 """
@@ -45,6 +47,7 @@ from harness.plugin.state import (
     outcome_of,
     sandproof_state,
 )
+from harness.reporting.progress import PROGRESS, Ticker
 from harness.reporting.report import ContractReport
 from harness.strength import CheckOutcome, ledger
 from harness.targets import PROVIDERS, RunningMock, Target, TargetError, parse_target
@@ -116,6 +119,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only this provider's contract and sdk tests (repeatable)",
     )
     group.addoption(
+        "--sandproof-sdk-env",
+        action="store_true",
+        default=None,
+        help="serve both in-process mocks from the start of the run and export their SDK environment, so an SDK "
+        "imported at the top of a test module (tensorlake reads its variables at import) points at them",
+    )
+    parser.addini(
+        "sandproof_sdk_env",
+        type="bool",
+        default=False,
+        help="as --sandproof-sdk-env: export the mocks' SDK environment before test modules are imported",
+    )
+    group.addoption(
+        "--sandproof-progress",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="while a contract test runs longer, print what it is doing every SECONDS (default 15; 0: never)",
+    )
+    group.addoption(
         "--sandproof-concurrency",
         type=_clients,
         default=DEFAULT_CONCURRENCY,
@@ -163,6 +186,26 @@ def pytest_configure(config: pytest.Config) -> None:
             else:
                 config.option.xmlpath = str(state.report_dir / "junit.xml")
     config.stash[STATE_KEY] = state
+    if _sdk_env_wanted(config):
+        _export_sdk_env(state)
+
+
+def _sdk_env_wanted(config: pytest.Config) -> bool:
+    option = config.getoption("sandproof_sdk_env")
+    return bool(option) if option is not None else bool(config.getini("sandproof_sdk_env"))
+
+
+def _export_sdk_env(state: SandproofState) -> None:
+    """Serve both mocks now and export their SDK environment for the whole run (restored at the end)."""
+    try:
+        running = [state.mocks().get(provider) for provider in PROVIDERS]
+    except TargetError as exc:
+        raise pytest.UsageError(f"--sandproof-sdk-env: {exc}") from exc
+    patch = pytest.MonkeyPatch()
+    for mock in running:
+        for name, value in mock.env.items():
+            patch.setenv(name, value)
+    state.on_close(patch.undo)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -199,6 +242,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if state is None:
         return
     state.report.started = time.monotonic()
+    interval = float(session.config.getoption("sandproof_progress") or 0)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if interval > 0 and reporter is not None:
+        ticker = Ticker(lambda line: reporter.write_line(line, yellow=True), interval).start()
+        state.on_close(ticker.stop)
     if "hypothesis" in sys.modules:
         from hypothesis import settings
 
@@ -253,10 +301,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     state = item.config.stash.get(STATE_KEY, None)
     if state is None or not _is_contract(item):
         return (yield)
+    PROGRESS.start(_progress_label(item))
     with ledger(strict=state.strict) as book:
         try:
             return (yield from _counting(state, item))
         finally:
+            PROGRESS.stop()
             item.stash[CHECKS_KEY] = book.outcomes
             if book.outcomes:
                 item.user_properties.append(
@@ -270,6 +320,14 @@ def _is_contract(item: pytest.Item) -> bool:
         return contract_info(item) is not None
     except ValueError:
         return False
+
+
+def _progress_label(item: pytest.Item) -> str:
+    try:
+        info = contract_info(item)
+    except ValueError:
+        info = None
+    return f"{info.provider} {info.operation}" if info is not None else item.nodeid
 
 
 def _counting(state: SandproofState, item: pytest.Item) -> Generator[None, object, object]:
@@ -341,7 +399,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     from mockserver.service import HttpMock
 
     for value in getattr(item, "funcargs", {}).values():
-        core = value.admin if isinstance(value, RunningMock) else value
+        core = value.mock if isinstance(value, RunningMock) else value
         if isinstance(core, HttpMock):
             found = core.journal.unknown_fields()
             if found:
@@ -396,7 +454,7 @@ def _serve_mock(request: pytest.FixtureRequest, provider: str) -> Iterator[Runni
     except TargetError as exc:
         pytest.fail(str(exc), pytrace=False)
     # A socket server journals a request just after answering it: collect late entries before the reset.
-    state.note_unknown_fields(running.admin)
+    state.note_unknown_fields(running.mock)
     running.reset()
     with pytest.MonkeyPatch.context() as patch:
         for name, value in running.env.items():
@@ -404,19 +462,28 @@ def _serve_mock(request: pytest.FixtureRequest, provider: str) -> Iterator[Runni
         try:
             yield running
         finally:
-            state.note_unknown_fields(running.admin, request.node.nodeid)
+            state.note_unknown_fields(running.mock, request.node.nodeid)
 
 
 @pytest.fixture
 def tensorlake_mock(request: pytest.FixtureRequest) -> Iterator[RunningMock]:
-    """Serve a fresh TensorLake mock (``.url``, ``.admin``, ``.env``) with the SDK env vars set."""
+    """Serve a fresh TensorLake mock (``.url``, ``.mock``, ``.env``) with the SDK env vars set."""
     yield from _serve_mock(request, "tensorlake")
 
 
 @pytest.fixture
 def opensandbox_mock(request: pytest.FixtureRequest) -> Iterator[RunningMock]:
-    """Serve a fresh OpenSandbox mock (``.url``, ``.admin``, ``.env``) with the SDK env vars set."""
+    """Serve a fresh OpenSandbox mock (``.url``, ``.mock``, ``.env``) with the SDK env vars set."""
     yield from _serve_mock(request, "opensandbox")
+
+
+@pytest.fixture
+def tensorlake_sdk_args(tensorlake_mock: RunningMock) -> dict[str, str]:
+    """Return ``api_url``/``api_key`` for TensorLake SDK calls on a fresh mock: ``Sandbox.create(**tensorlake_sdk_args)``.
+
+    The SDK reads its environment once, at import; passing these explicitly works whenever it was imported.
+    """
+    return {"api_url": tensorlake_mock.url, "api_key": tensorlake_mock.api_key}
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,7 @@ class SandproofState:
     written: list[Path] = field(default_factory=list)
     last_user: dict[int, str] = field(default_factory=dict)
     _mocks: MockStack = field(default_factory=MockStack)
+    _closers: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         """Let the in-process ``mock`` target serve the fixtures' mocks."""
@@ -109,7 +111,7 @@ class SandproofState:
         """Merge the unknown request fields every reachable mock has journaled into the report."""
         seen: set[str] = set()
         for running in self._mocks.started().values():
-            self.note_unknown_fields(running.admin)
+            self.note_unknown_fields(running.mock)
             seen.add(running.url)
         if self.target.kind not in ("mock", "url") or not self.target.started:
             return
@@ -125,9 +127,15 @@ class SandproofState:
             finally:
                 client.close()
 
+    def on_close(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` when the run ends (before the mocks stop), last registered first."""
+        self._closers.append(undo)
+
     def close(self) -> None:
-        """Stop the target and the mocks."""
+        """Undo what :meth:`on_close` was given, stop the target and the mocks."""
         try:
+            while self._closers:
+                self._closers.pop()()
             self.target.stop()
         finally:
             self._mocks.close()

@@ -1,6 +1,7 @@
 """Render the mocks' known deviations, written in their module docstrings, as one markdown table.
 
-Every module of ``mockserver.tensorlake`` and ``mockserver.opensandbox`` (subpackages included) may carry a paragraph that starts
+Every module of ``mockserver.tensorlake``, ``mockserver.opensandbox`` (subpackages included) and the real runtime
+``mockserver.linux`` may carry a paragraph that starts
 with ``Known deviations``; ``python -m harness.reporting.deviations_doc`` prints the table, ``--write PATH`` saves it (the
 repository keeps it as ``docs/deviations.md``, and a test checks that file is current).
 """
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-PACKAGES = ("mockserver.tensorlake", "mockserver.opensandbox")
+PACKAGES = ("mockserver.tensorlake", "mockserver.opensandbox", "mockserver.linux")
 _START = re.compile(r"^Known deviations[^:(]*(?:\([^)]*\))?:", re.MULTILINE)
 
 

@@ -25,10 +25,10 @@ MOCK_CLASSES: dict[str, tuple[str, ...]] = {
 
 @dataclass
 class RunningMock:
-    """One in-process mock served on a loopback socket."""
+    """One in-process mock served on a loopback socket: ``.mock`` is the mock object, ``.url`` where it answers."""
 
     provider: str
-    admin: HttpMock
+    mock: HttpMock
     server: MockServer
     api_key: str
 
@@ -41,7 +41,7 @@ class RunningMock:
     def env(self) -> dict[str, str]:
         """Return the SDK environment variables that point at this mock (plus the mock's own, if it has any)."""
         env = sdk_env(self.provider, self.url, self.api_key)
-        own = getattr(self.admin, "sdk_env", None)
+        own = getattr(self.mock, "sdk_env", None)
         if callable(own):
             try:
                 extra = own(self.url)
@@ -53,10 +53,14 @@ class RunningMock:
 
     def reset(self) -> None:
         """Return the mock to a fresh state (no sandboxes, faults or journal)."""
-        self.admin.reset()
+        self.mock.reset()
 
-    def client(self) -> AdminClient:
-        """Return an HTTP client for this mock's ``/_mock`` admin API."""
+    def admin_client(self) -> AdminClient:
+        """Return an :class:`AdminClient` for this mock's ``/_mock`` admin API over HTTP (close it when done).
+
+        The mock object itself (``.mock``) has the same verbs in process; this client is for code that only
+        has the URL. It is not a provider API client: point the SDK at ``.url`` (see ``.env``) for that.
+        """
         from mockserver.admin.client import AdminClient
 
         return AdminClient(self.url)

@@ -370,7 +370,7 @@ class Target:
         if self.kind != "mock" or provider not in self.providers:
             return None
         self.ensure_started()
-        return self._mocks.get(provider).admin if self._mocks is not None else None
+        return self._mocks.get(provider).mock if self._mocks is not None else None
 
     def engine(self, provider: str) -> Any:
         """Return ``provider``'s policy engine: the loaded one, or the reference engine for ``mock``."""

@@ -88,17 +88,37 @@ class AdminClient:
         result: list[dict[str, Any]] = self._call("GET", "/faults")
         return result
 
+    def remove_fault(self, rule_id: int) -> None:
+        """Remove one fault rule by id."""
+        self._call("DELETE", f"/faults/{rule_id}")
+
     def clear_faults(self) -> None:
         """Remove every fault rule."""
         self._call("DELETE", "/faults")
 
     def journal(
-        self, *, method: str | None = None, path: str | None = None, sandbox_id: str | None = None
+        self,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        sandbox_id: str | None = None,
+        status: int | None = None,
+        since: int | None = None,
+        limit: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Return journal entries matching the filters."""
-        result: list[dict[str, Any]] = self._call(
-            "GET", "/journal", params={"method": method, "path": path, "sandbox_id": sandbox_id}
-        )
+        """Return journal entries matching the filters (``since``: numbered after it; ``limit``: the newest N)."""
+        params = {"method": method, "path": path, "sandbox_id": sandbox_id, "status": status, "since": since}
+        result: list[dict[str, Any]] = self._call("GET", "/journal", params={**params, "limit": limit})
+        return result
+
+    def journal_entry(self, seq: int) -> dict[str, Any]:
+        """Return one journal entry in full (request and response)."""
+        result: dict[str, Any] = self._call("GET", f"/journal/{seq}")
+        return result
+
+    def sandboxes(self) -> list[dict[str, Any]]:
+        """Return the provider-neutral summary of every live sandbox."""
+        result: list[dict[str, Any]] = self._call("GET", "/sandboxes")["sandboxes"]
         return result
 
     def clear_journal(self) -> None:

@@ -14,7 +14,18 @@ from mockserver.core.faults import FaultError, FaultRule
 from mockserver.core.journal import JournalEntry
 from mockserver.core.mock import MockCore
 
-__all__ = ["add_fault", "advance", "journal_query", "remove_fault", "restore", "seed", "set_clock_mode", "set_dns"]
+__all__ = [
+    "add_fault",
+    "advance",
+    "journal_entry",
+    "journal_query",
+    "remove_fault",
+    "restore",
+    "sandboxes",
+    "seed",
+    "set_clock_mode",
+    "set_dns",
+]
 
 
 def restore(core: MockCore, body: Any) -> dict[str, Any]:
@@ -69,9 +80,10 @@ def remove_fault(core: MockCore, rule_id: int) -> None:
 
 
 def journal_query(core: MockCore, params: Mapping[str, str]) -> list[JournalEntry]:
-    """Return the journal entries matching ``method``, ``path`` (glob), ``sandbox_id``, ``status`` and ``limit``.
+    """Return the journal entries matching ``method``, ``path`` (glob), ``sandbox_id``, ``status``, ``since`` and ``limit``.
 
-    ``limit=N`` keeps the newest N matches (oldest first); 400 ``invalid_query`` on a malformed number.
+    ``since=S`` keeps entries numbered after S (poll with the last ``seq`` seen); ``limit=N`` keeps the newest
+    N matches (oldest first); 400 ``invalid_query`` on a malformed number.
     """
     status = _number(params, "status")
     limit = _number(params, "limit")
@@ -80,8 +92,22 @@ def journal_query(core: MockCore, params: Mapping[str, str]) -> list[JournalEntr
         path=params.get("path") or None,
         sandbox_id=params.get("sandbox_id") or None,
         status=status,
+        since=_number(params, "since"),
     )
     return entries[-limit:] if limit is not None and limit > 0 else ([] if limit == 0 else entries)
+
+
+def journal_entry(core: MockCore, seq: int) -> JournalEntry:
+    """Return one journal entry; 404 ``entry_not_found`` when the journal no longer holds it."""
+    entry = core.journal.get(seq)
+    if entry is None:
+        raise ApiError(404, "entry_not_found", f"no journal entry {seq}")
+    return entry
+
+
+def sandboxes(core: MockCore) -> dict[str, Any]:
+    """Return the provider and its sandbox summaries (see :meth:`MockCore.sandbox_summaries`)."""
+    return {"provider": core.provider, "sandboxes": core.sandbox_summaries()}
 
 
 def _number(params: Mapping[str, str], key: str) -> int | None:

@@ -1,27 +1,47 @@
 """The ``/_mock`` admin service's routes: parse, call :mod:`mockserver.admin.operations`, render.
 
-Every mock serves the same verbs (reset, snapshot/restore, seed, clock, faults, journal, DNS); a provider
-adds its own under ``/_mock/<provider>/...`` through ``extra``.
+Every mock serves the same verbs (reset, snapshot/restore, seed, clock, faults, journal, DNS, sandboxes) and
+the dashboard at ``/_mock/ui`` (static files in ``mockserver/admin/ui/``, built only on these verbs; behind an
+admin token, open ``/_mock/ui?token=...`` once and the page's calls carry it as the guard's cookie); a
+provider adds its own under ``/_mock/<provider>/...`` through ``extra``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import resources
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from mockserver.admin.guard import ADMIN_TOKEN_COOKIE
 from mockserver.asgi.middleware import ADMIN_PREFIX
 from mockserver.asgi.requests import read_json
 from mockserver.core.mock import MockCore
 
 from . import operations
 
-__all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "admin_routes"]
+__all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "UI_ASSETS", "admin_routes", "ui_asset"]
 
 #: The largest snapshot ``POST /_mock/restore`` takes (a whole state is bigger than an API request).
 SNAPSHOT_LIMIT = 512 * 1024 * 1024
+#: The dashboard's files and their media types.
+UI_ASSETS: dict[str, str] = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
+
+
+def ui_asset(name: str) -> bytes:
+    """Return one of the dashboard's files (a name from :data:`UI_ASSETS`)."""
+    if name not in UI_ASSETS:
+        raise KeyError(name)
+    return resources.files("mockserver.admin").joinpath("ui", name).read_bytes()
+
+
+_BULKY = frozenset({"headers", "body", "response_headers", "response_body"})
 
 
 def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRoute]:
@@ -66,10 +86,29 @@ def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRo
             core.journal.clear()
             return JSONResponse({"cleared": True})
         entries = operations.journal_query(core, request.query_params)
-        return JSONResponse(core.journal.to_json(entries))
+        found = core.journal.to_json(entries)
+        if request.query_params.get("brief") in ("1", "true"):
+            found = [{k: v for k, v in e.items() if k not in _BULKY} for e in found]
+        return JSONResponse(found)
+
+    async def journal_entry(request: Request) -> Response:
+        return JSONResponse(operations.journal_entry(core, int(request.path_params["seq"])).to_json())
 
     async def unknown(request: Request) -> Response:
         return JSONResponse(core.journal.unknown_fields())
+
+    async def sandboxes(request: Request) -> Response:
+        return JSONResponse(operations.sandboxes(core))
+
+    async def ui(request: Request) -> Response:
+        name = request.path_params.get("asset", "index.html")
+        if name not in UI_ASSETS:
+            return JSONResponse({"code": "not_found", "message": f"no dashboard file {name}"}, status_code=404)
+        page = Response(ui_asset(name), media_type=UI_ASSETS[name], headers={"cache-control": "no-cache"})
+        token = request.query_params.get("token")
+        if token:  # only reached when the admin guard accepted it: the page's own calls then carry it
+            page.set_cookie(ADMIN_TOKEN_COOKIE, token, path=ADMIN_PREFIX, httponly=True, samesite="strict")
+        return page
 
     async def dns(request: Request) -> Response:
         if request.method == "GET":
@@ -89,6 +128,10 @@ def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRo
         Route(f"{p}/faults/{{rule_id:int}}", fault, methods=["DELETE"]),
         Route(f"{p}/journal", journal, methods=["GET", "DELETE"]),
         Route(f"{p}/journal/unknown", unknown, methods=["GET"]),
+        Route(f"{p}/journal/{{seq:int}}", journal_entry, methods=["GET"]),
         Route(f"{p}/dns", dns, methods=["GET", "PUT", "POST"]),
+        Route(f"{p}/sandboxes", sandboxes, methods=["GET"]),
+        Route(f"{p}/ui", ui, methods=["GET"]),
+        Route(f"{p}/ui/{{asset}}", ui, methods=["GET"]),
         *extra,
     ]

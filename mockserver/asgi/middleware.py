@@ -10,14 +10,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockserver.core.clock import VirtualClock
 from mockserver.core.faults import FaultRule, FaultSet
-from mockserver.core.journal import BODY_LIMIT, GENERATED_HEADER, Journal, JournalEntry, RequestNotes
+from mockserver.core.journal import (
+    BODY_LIMIT,
+    GENERATED_HEADER,
+    RESPONSE_BODY_LIMIT,
+    Journal,
+    JournalEntry,
+    RequestNotes,
+)
+from mockserver.core.redact import redact_headers
 
 NOTES_KEY = "sandproof_notes"
 TRANSPORT_KEY = "sandproof_transport"
 ADMIN_PREFIX = "/_mock"
 _HEADER_IDS = (b"x-tensorlake-sandbox-id", b"x-sandbox-id", b"opensandbox-sandbox-id")
 _PORT_LABEL = re.compile(r"^\d{1,5}-(.+)$")
-_REDACT = {"authorization", "cookie", "open-sandbox-api-key", "x-api-key"}
 
 
 def notes(scope: Scope) -> RequestNotes:
@@ -71,7 +78,7 @@ def _bodyless(scope: Scope, status: int, start: Message) -> bool:
 
 
 class JournalMiddleware:
-    """Record every non-admin request, its body (bounded) and the status it got."""
+    """Record every non-admin request and its answer: bodies (bounded), headers (credentials redacted), status."""
 
     def __init__(self, app: ASGIApp, journal: Journal, clock: VirtualClock, provider: str) -> None:
         self.app = app
@@ -88,7 +95,7 @@ class JournalMiddleware:
             scope[TRANSPORT_KEY] = transport
         request_notes = notes(scope)
         body = bytearray()
-        status = 0
+        answer = _Answer()
 
         async def recording_receive() -> Message:
             message = await receive()
@@ -102,16 +109,17 @@ class JournalMiddleware:
             nonlocal recorded
             if not recorded:
                 recorded = True
-                self._record(scope, request_notes, bytes(body), status)
+                self._record(scope, request_notes, bytes(body), answer)
 
         async def recording_send(message: Message) -> None:
-            nonlocal status
             if message["type"] == "http.response.start":
-                status = int(message["status"])
-                if _bodyless(scope, status, message):
+                answer.start(message)
+                if _bodyless(scope, answer.status, message):
                     record_once()  # the client may see the end of the response with the headers
-            elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                record_once()  # before the client can see the end of the response
+            elif message["type"] == "http.response.body":
+                answer.add(message.get("body", b""))
+                if not message.get("more_body", False):
+                    record_once()  # before the client can see the end of the response
             await send(message)
 
         try:
@@ -119,14 +127,12 @@ class JournalMiddleware:
         finally:
             record_once()
 
-    def _record(self, scope: Scope, request_notes: RequestNotes, body: bytes, status: int) -> None:
-        headers = {
-            k.decode("latin-1"): ("<redacted>" if k.decode("latin-1") in _REDACT else v.decode("latin-1"))
-            for k, v in scope.get("headers") or []
-        }
-        self.journal.record(
-            JournalEntry(
-                seq=self.journal.next_seq(),
+    def _record(self, scope: Scope, request_notes: RequestNotes, body: bytes, answer: _Answer) -> None:
+        headers = redact_headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers") or [])
+
+        def make(seq: int) -> JournalEntry:
+            return JournalEntry(
+                seq=seq,
                 time=self.clock.now(),
                 provider=self.provider,
                 method=str(scope.get("method", "")),
@@ -134,13 +140,40 @@ class JournalMiddleware:
                 query=bytes(scope.get("query_string", b"")).decode("latin-1"),
                 headers=headers,
                 body=body.decode("utf-8", "replace"),
-                status=status,
+                status=answer.status,
                 tenant=request_notes.tenant,
                 sandbox_id=request_notes.sandbox_id,
                 fault=request_notes.fault,
                 unknown_fields=() if GENERATED_HEADER in headers else tuple(sorted(set(request_notes.unknown_fields))),
+                response_headers=answer.headers,
+                response_body=bytes(answer.body).decode("utf-8", "replace"),
+                response_truncated=answer.truncated,
             )
+
+        self.journal.append(make)
+
+
+class _Answer:
+    """The status, headers and first bytes of a response, as the journal keeps them."""
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.body = bytearray()
+        self.truncated = False
+
+    def start(self, message: Message) -> None:
+        self.status = int(message["status"])
+        self.headers = redact_headers(
+            (bytes(k).decode("latin-1"), bytes(v).decode("latin-1")) for k, v in message.get("headers") or []
         )
+
+    def add(self, chunk: bytes) -> None:
+        room = RESPONSE_BODY_LIMIT - len(self.body)
+        if len(chunk) > room:
+            self.truncated = True
+        if room > 0:
+            self.body.extend(chunk[:room])
 
 
 class FaultMiddleware:
@@ -161,7 +194,10 @@ class FaultMiddleware:
         if rule is None:
             await self.app(scope, receive, send)
             return
-        notes(scope).fault = rule.name
+        request_notes = notes(scope)
+        request_notes.fault = rule.name
+        if rule.sandbox_id and request_notes.sandbox_id is None:
+            request_notes.sandbox_id = rule.sandbox_id  # the journal files a faulted request under its sandbox
         if rule.delay and rule.delay_phase == "before":
             await asyncio.sleep(rule.delay)
         if rule.action == "respond":

@@ -53,6 +53,16 @@ class MockCore(abc.ABC):
     def load_state(self, data: dict[str, Any]) -> None:
         """Replace the provider state with :meth:`dump_state` output."""
 
+    def sandbox_summaries(self) -> list[dict[str, Any]]:
+        """Return one provider-neutral summary per live sandbox, for dashboards; the default knows none.
+
+        Each summary holds ``id``, ``state``, ``image`` (text or None), ``policy`` (the network policy as
+        JSON, or None), ``ports`` (the sandbox ports a client can reach), ``metadata`` (string pairs),
+        ``created_at`` and ``expires_at`` (virtual epoch seconds or None) and ``details`` (anything else the
+        provider wants shown, as JSON).
+        """
+        return []
+
     def on_clock_advance(self) -> None:  # noqa: B027 - optional hook
         """React to time moving (expire sandboxes, finish transitions); the default does nothing."""
 

@@ -24,6 +24,7 @@ from mockserver.service import HttpMock
 
 from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner
 from .faults import FaultCatalogue
+from .model import admin as admin_model
 from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
@@ -153,6 +154,10 @@ class OpenSandboxMock(HttpMock):
     def on_clock_advance(self) -> None:
         """Finish due transitions and expire sandboxes."""
         self.state.refresh()
+
+    def sandbox_summaries(self) -> list[dict[str, Any]]:
+        """Return every tenant's live sandboxes for the dashboard: state, image, policy, ports, metadata."""
+        return admin_model.sandbox_summaries(self.state)
 
     def exception_handlers(self) -> dict[Any, Any]:
         """Render the model's refusals, FastAPI-style 422s, and ``{"detail"}`` for unknown routes."""

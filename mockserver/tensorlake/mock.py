@@ -131,6 +131,10 @@ class TensorLakeMock(HttpMock):
         """Return the lifecycle routes (both trees)."""
         return LifecycleRoutes(LifecycleContext(self.lifecycle, self.clock)).routes()
 
+    def sandbox_summaries(self) -> list[dict[str, Any]]:
+        """Return every tenant's live sandboxes for the dashboard (see :func:`admin.sandbox_summaries`)."""
+        return admin.sandbox_summaries(self.model)
+
     def extra_admin_routes(self) -> list[BaseRoute]:
         """Return the TensorLake admin routes under ``/_mock/tensorlake``."""
         return admin_routes(AdminContext(self.model))

@@ -206,3 +206,76 @@ def test_generated_requests_do_not_flag_unknown_fields(client: httpx.Client, moc
     client.post("/items", json={"value": 1, "fuzzed": True}, headers={"X-Sandproof-Generated": "1"})
     client.post("/items", json={"value": 1, "sdk_field": True})
     assert mock.journal.unknown_fields() == {"POST /items": ["sdk_field"]}
+
+
+def test_journal_keeps_the_response_and_polls_with_since(client: httpx.Client, mock: DemoMock) -> None:
+    made = client.post("/items", json={"value": 1})
+    client.get("/stream")
+    first, streamed = mock.journal.entries()
+    assert first.response_body == made.text and first.response_headers["content-type"] == "application/json"
+    assert streamed.response_body == "0\n1\n2\n3\n4\n" and not streamed.response_truncated
+    newer = client.get("/_mock/journal", params={"since": first.seq}).json()
+    assert [e["path"] for e in newer] == ["/stream"]
+    brief = client.get("/_mock/journal", params={"brief": "1", "limit": "1"}).json()
+    assert [e["path"] for e in brief] == ["/stream"] and "response_body" not in brief[0] and "headers" not in brief[0]
+    full = client.get(f"/_mock/journal/{first.seq}").json()
+    assert full["response_body"] == made.text and full["body"] == '{"value":1}'
+    assert client.get("/_mock/journal/999999").json()["code"] == "entry_not_found"
+    assert client.get("/_mock/journal", params={"since": "x"}).json()["code"] == "invalid_query"
+
+
+def test_journal_truncates_large_responses_and_redacts_their_credentials() -> None:
+    from mockserver.core.journal import RESPONSE_BODY_LIMIT
+
+    big = DemoMock()
+    big.faults.add(
+        path="/big", status=200, body="x" * (RESPONSE_BODY_LIMIT + 10), headers={"Set-Cookie": "s=1"}, times=None
+    )
+    with big.server() as srv, httpx.Client(base_url=srv.url) as http:
+        assert len(http.get("/big").text) == RESPONSE_BODY_LIMIT + 10
+    (only,) = big.journal.entries()
+    assert len(only.response_body) == RESPONSE_BODY_LIMIT and only.response_truncated
+    assert only.response_headers["set-cookie"] == "<redacted>"
+
+
+def test_sandboxes_default_to_none_and_the_dashboard_is_served(client: httpx.Client, admin: AdminClient) -> None:
+    assert admin.sandboxes() == []
+    assert client.get("/_mock/sandboxes").json() == {"provider": "demo", "sandboxes": []}
+    page = client.get("/_mock/ui")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<script src="/_mock/ui/app.js"' in page.text and "/_mock/ui/app.css" in page.text
+    script = client.get("/_mock/ui/app.js")
+    assert script.headers["content-type"].startswith("text/javascript") and "/journal?${params}" in script.text
+    assert client.get("/_mock/ui/app.css").headers["content-type"].startswith("text/css")
+    assert client.get("/_mock/ui/secrets.txt").status_code == 404
+    assert client.get("/_mock/ui/..%2Fadmin").status_code == 404
+    assert mock_journal_is_empty(client)
+
+
+def mock_journal_is_empty(client: httpx.Client) -> bool:
+    """The dashboard's own requests are admin calls: the journal does not record them."""
+    return client.get("/_mock/journal").json() == []
+
+
+def test_admin_client_filters_and_removes_faults(client: httpx.Client, admin: AdminClient) -> None:
+    client.post("/items", json={"value": 1})
+    client.get("/items/missing")
+    assert [e["path"] for e in admin.journal(status=404)] == ["/items/missing"]
+    seq = admin.journal(limit=1)[0]["seq"]
+    assert admin.journal(since=seq) == [] and admin.journal_entry(seq)["status"] == 404
+    rule = admin.add_fault(path="/items/*", status=503, times=None)
+    admin.remove_fault(rule["id"])
+    assert admin.faults() == []
+    with pytest.raises(AdminError):
+        admin.remove_fault(rule["id"])
+
+
+def test_a_request_faulted_by_a_sandbox_rule_is_filed_under_that_sandbox(client: httpx.Client, mock: DemoMock) -> None:
+    item = client.post("/items", json={"value": 1}).json()["id"]
+    mock.faults.add(path="/items/*", sandbox_id=item, status=500)
+    mock.faults.add(path="/stream", status=500)
+    assert client.get(f"/items/{item}").status_code == 500
+    assert client.get("/stream").status_code == 500
+    assert [e.fault for e in mock.journal.entries(sandbox_id=item)] == [None, "respond:500"]
+    streamed = mock.journal.entries(path="/stream")
+    assert [(e.fault, e.sandbox_id) for e in streamed] == [("respond:500", None)], mock.journal.calls()

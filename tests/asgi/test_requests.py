@@ -9,8 +9,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mockserver.asgi.render import api_error_handler
-from mockserver.asgi.requests import MAX_DEPTH, json_depth, parse_json, read_json
+from mockserver.asgi.requests import read_json
 from mockserver.core import ApiError
+from mockserver.core.jsontext import MAX_DEPTH, json_depth, parse_json
 
 
 @pytest.mark.parametrize(

@@ -48,3 +48,25 @@ def test_bounded_and_unknown_fields() -> None:
     assert journal.entries() == []
     with pytest.raises(ValueError):
         Journal(maxlen=0)
+
+
+def test_since_get_and_last_seq() -> None:
+    journal = Journal()
+    assert journal.last_seq() == 0
+    first = entry(journal, "GET", "/a")
+    second = entry(journal, "GET", "/b")
+    assert [e.path for e in journal.entries(since=first.seq)] == ["/b"]
+    assert journal.entries(since=second.seq) == []
+    assert journal.get(first.seq) == first and journal.get(999) is None
+    assert journal.last_seq() == second.seq
+
+
+def test_append_numbers_entries_in_the_order_they_are_kept() -> None:
+    journal = Journal()
+
+    def make(seq: int) -> JournalEntry:
+        return JournalEntry(seq, 0.0, "p", "GET", f"/{seq}", "", {}, "", 200, response_body="ok")
+
+    made = [journal.append(make) for _ in range(3)]
+    assert [e.seq for e in journal.entries()] == [e.seq for e in made] == [1, 2, 3]
+    assert journal.to_json()[0]["response_body"] == "ok" and journal.to_json()[0]["response_headers"] == {}

@@ -196,3 +196,73 @@ def test_main_dry_run_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> Non
     assert "tensorlake" not in out
     assert sdk_matrix.main(["--dry-run", "--only", "nope"]) == 2
     assert "unknown matrix entry" in capsys.readouterr().err
+
+
+def test_record_adds_a_flow_recording_step_per_version(tmp_path: Path) -> None:
+    plans = build_plan(default_matrix(PYPROJECT), repo_root=tmp_path, python="/py", pyproject=PYPROJECT, record=True)
+    for plan in plans:
+        record = plan.steps[-1]
+        assert record.kind == "record" and not record.setup
+        vpy = str(plan.venv / "bin" / "python")
+        assert record.argv == (
+            vpy,
+            "-m",
+            "harness.recording.flows",
+            "--provider",
+            plan.version.provider,
+            "--out",
+            str(plan.cassette_dir),
+        )
+    assert all(
+        s.kind != "record"
+        for p in build_plan(default_matrix(PYPROJECT), repo_root=tmp_path, pyproject=PYPROJECT)
+        for s in p.steps
+    )
+
+
+def test_a_failing_record_step_is_noted_not_fatal(tmp_path: Path) -> None:
+    plan = Plan(
+        SdkVersion("fake", "opensandbox", "opensandbox==0"),
+        tmp_path / "v",
+        tmp_path / "v" / "report",
+        "s",
+        (
+            Step("test", "test", _script("pass"), setup=False),
+            Step("record", "record", _script("raise SystemExit(1)"), setup=False),
+        ),
+    )
+    result = run_plan(plan, repo_root=tmp_path)
+    assert result.error == "" and result.cassettes == plan.cassette_dir
+    assert "some flows failed (exit 1)" in result.record_error
+    assert any("recording: some flows failed" in line for line in render(result))
+
+
+def test_recordings_are_diffed_against_the_first_version_of_each_provider(tmp_path: Path) -> None:
+    from harness.recording.cassette import Cassette, CassetteHeader, Exchange
+
+    header = CassetteHeader("opensandbox", "http://127.0.0.1:1", "http://127.0.0.1:2", True, "t")
+
+    def cassette(directory: Path, flow: str, agent: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        made = Exchange.build(
+            1, started=0, elapsed=0, method="GET", path="/v1/sandboxes", query="",
+            request_headers=[("user-agent", agent)], request_body=b"", status=200,
+            response_headers=[("content-type", "application/json")], response_body=b'{"items": []}',
+        )  # fmt: skip
+        Cassette(header, (made,)).write(directory / f"{flow}.jsonl")
+
+    versions = [SdkVersion(n, "opensandbox", f"opensandbox=={n}") for n in ("new", "old")]
+    results = [MatrixResult(v, cassettes=tmp_path / v.name) for v in versions]
+    cassette(tmp_path / "new", "list", "SDK/1.1.1")
+    cassette(tmp_path / "old", "list", "SDK/0.1.16")
+    cassette(tmp_path / "new", "renew", "SDK/1.1.1")
+    cassette(tmp_path / "new", "get", "SDK/1.1.1")
+    cassette(tmp_path / "old", "get", "SDK/1.1.1")
+    lines = sdk_matrix.compare_recordings([*results, MatrixResult(SdkVersion("tl", "tensorlake", "tensorlake"))])
+    assert lines == [
+        "new -> old:",
+        "  get: no change on the wire",
+        "  list: 1 change on the wire",
+        '    GET /v1/sandboxes  request.header.user-agent: "SDK/1.1.1" -> "SDK/0.1.16"',
+        "  renew: recorded by new only",
+    ]

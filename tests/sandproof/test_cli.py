@@ -137,3 +137,23 @@ def test_serve_pins_the_opensandbox_keys_it_is_given() -> None:
     assert _statuses(one, ["k", "other"]) == [200, 401]
     two = build_mocks(seed=None, clock_mode="manual", api_keys=["k1", "k2"])["opensandbox"]
     assert _statuses(two, ["k1", "k2", "k3"]) == [200, 200, 401]
+
+
+def test_check_without_the_harness_extra_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sandproof.cli
+
+    monkeypatch.setattr(sandproof.cli, "missing_harness", lambda: ["hypothesis", "schemathesis"])
+    assert main(["check", "--list"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing: hypothesis, schemathesis" in err
+    assert "pip install 'sandproof[harness]'" in err
+    assert sandproof.cli.HARNESS_MODULES == ("pytest", "hypothesis", "schemathesis")
+
+
+def test_help_lists_record_and_replay(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "record" in out and "replay" in out

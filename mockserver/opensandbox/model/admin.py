@@ -1,4 +1,7 @@
-"""The OpenSandbox admin operations (``/_mock/opensandbox/...``): kill a sandbox as its container would die."""
+"""The OpenSandbox admin operations (``/_mock/opensandbox/...``): kill a sandbox as its container would die.
+
+Also the dashboard's view of the sandboxes (:func:`sandbox_summaries`, behind ``GET /_mock/sandboxes``).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,11 @@ from typing import Any
 
 from mockserver.core import ApiError, json_object
 
+from .profiles import EGRESS_PORT, EXECD_PORT
+from .records import SandboxRecord
 from .state import OpenSandboxState
 
-__all__ = ["fail_sandbox", "oom_kill"]
+__all__ = ["fail_sandbox", "oom_kill", "sandbox_summaries", "sandbox_summary"]
 
 
 def _live(state: OpenSandboxState, sandbox_id: str) -> None:
@@ -37,3 +42,31 @@ def fail_sandbox(state: OpenSandboxState, sandbox_id: str, body: Any) -> dict[st
     _live(state, sandbox_id)
     state.fail(sandbox_id, reason, message)
     return state.find(sandbox_id).to_json()
+
+
+def sandbox_summary(sb: SandboxRecord) -> dict[str, Any]:
+    """Return the provider-neutral summary of one sandbox (see ``MockCore.sandbox_summaries``)."""
+    return {
+        "id": sb.id,
+        "state": sb.state,
+        "image": (sb.spec.image or {}).get("uri"),
+        "policy": None if sb.policy is None else sb.policy.to_json(),
+        "ports": [EXECD_PORT, EGRESS_PORT] if sb.has_sidecar else [EXECD_PORT],
+        "metadata": dict(sb.spec.metadata),
+        "created_at": sb.created_at,
+        "expires_at": sb.expires_at,
+        "details": {
+            "tenant": sb.tenant,
+            "reason": sb.reason,
+            "message": sb.message,
+            "pending": None if sb.pending is None else {"to": sb.pending[0], "at": sb.pending[1]},
+            "running_commands": sum(1 for c in sb.commands.values() if c.running),
+        },
+    }
+
+
+def sandbox_summaries(state: OpenSandboxState) -> list[dict[str, Any]]:
+    """Return every tenant's live sandboxes, transitions that are due applied first."""
+    state.refresh()
+    with state.lock:
+        return [sandbox_summary(sb) for sb in state.sandboxes.values()]

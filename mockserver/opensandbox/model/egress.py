@@ -11,7 +11,6 @@ unless the mock was built with ``egress_without_policy=True``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +24,7 @@ from contracts.opensandbox import (
     parse_targets,
 )
 from mockserver.core import ApiError, DnsTable
+from mockserver.core.jsontext import parse_json
 from mockserver.sandbox.network import Resolution, is_ip
 
 from .config import ServerConfig
@@ -149,8 +149,8 @@ def sidecar_policy(
     if method == "GET":
         return status_body(sb, config.enforcement, with_policy=True)
     try:
-        body = json.loads(raw) if raw.strip() else None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        body = parse_json(raw) if raw.strip() else None
+    except ValueError as exc:  # malformed, not UTF-8, or nested too deep
         raise TextError(400, "INVALID_JSON", f"invalid JSON body: {exc}\n") from exc
     try:
         _APPLY[method](sb, body)

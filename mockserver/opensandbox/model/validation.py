@@ -13,6 +13,8 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mockserver.core.jsontext import parse_json
+
 CREATE_FIELDS = frozenset(
     {
         "image",
@@ -96,12 +98,16 @@ def decode_json_body(raw: bytes, content_type: str | None, *, required: bool = T
             raise RequestValidationError([error("missing", ["body"], None)])
         return None
     try:
-        return json.loads(raw)
+        return parse_json(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         pos = exc.pos if isinstance(exc, json.JSONDecodeError) else exc.start
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "invalid utf-8"
         raise RequestValidationError(
             [error("json_invalid", ["body", pos], {}, "JSON decode error", error=reason)]
+        ) from exc
+    except ValueError as exc:  # nested too deep: a choice, the real server's decoder would overflow (500)
+        raise RequestValidationError(
+            [error("json_invalid", ["body", 0], {}, "JSON decode error", error=str(exc))]
         ) from exc
 
 

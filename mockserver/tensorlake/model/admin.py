@@ -14,7 +14,7 @@ from mockserver.core.environment import DEFAULT_API_KEY
 from mockserver.core.errors import ApiError, json_object
 
 from .auth import KeyRing
-from .records import Session, owner_id
+from .records import Sandbox, Session, owner_id
 from .state import TensorLakeModel
 from .store import CreateOutcome, Timings
 
@@ -97,3 +97,32 @@ def set_api_keys(model: TensorLakeModel, body: Any) -> dict[str, list[str] | Non
         raise ApiError(400, "invalid_api_keys", "api_keys must be a list of strings or null")
     model.keys = KeyRing.of(keys)
     return model.keys.to_json()
+
+
+def sandbox_summary(sb: Sandbox) -> dict[str, Any]:
+    """Return the provider-neutral summary of one sandbox (see ``MockCore.sandbox_summaries``)."""
+    return {
+        "id": sb.id,
+        "state": sb.status,
+        "image": sb.image,
+        "policy": None if sb.network is None else sb.network.to_json(),
+        "ports": list(sb.exposed_ports),
+        "metadata": {} if sb.name is None else {"name": sb.name},
+        "created_at": sb.created_at,
+        "expires_at": None,
+        "details": {
+            "namespace": sb.namespace,
+            "resources": sb.resources.to_json(),
+            "timeout_secs": sb.timeout_secs,
+            "allow_unauthenticated_access": sb.allow_unauthenticated_access,
+            "pending_reason": sb.pending_reason,
+            "termination_reason": sb.termination_reason,
+        },
+    }
+
+
+def sandbox_summaries(model: TensorLakeModel) -> list[dict[str, Any]]:
+    """Return every tenant's live sandboxes, transitions that are due applied first."""
+    model.settle_all()
+    with model.lock:
+        return [sandbox_summary(sb) for sb in model.sandboxes.values()]

@@ -195,7 +195,7 @@ def test_mock_fixtures_set_and_restore_env_and_reset_between_tests(
             assert os.environ["TENSORLAKE_SANDBOX_API_URL"] == tensorlake_mock.url
             assert os.environ["OPEN_SANDBOX_API_KEY"] == "fake-osb-key"
             assert os.environ["OPEN_SANDBOX_DOMAIN"] == opensandbox_mock.url.split("://")[1]
-            tensorlake_mock.admin.faults.add(tensorlake_mock.admin.faults.rules and None or __import__(
+            tensorlake_mock.mock.faults.add(tensorlake_mock.mock.faults.rules and None or __import__(
                 "mockserver.core", fromlist=["FaultRule"]).FaultRule(path="/nothing"))
             r = httpx.post(tensorlake_mock.url + "/echo", json={"name": "a", "colour": "red"})
             assert r.status_code == 200
@@ -205,15 +205,15 @@ def test_mock_fixtures_set_and_restore_env_and_reset_between_tests(
             assert "OPEN_SANDBOX_API_KEY" not in os.environ
 
         def test_second_sees_a_fresh_mock_on_the_same_url(tensorlake_mock):
-            assert tensorlake_mock.admin.faults.rules() == []
-            assert tensorlake_mock.admin.journal.entries() == []
+            assert tensorlake_mock.mock.faults.rules() == []
+            assert tensorlake_mock.mock.journal.entries() == []
 
         def test_asgi_transport_reaches_the_same_mock(opensandbox_asgi, opensandbox_mock):
             async def call():
                 async with httpx.AsyncClient(transport=opensandbox_asgi, base_url="http://osb") as client:
                     return (await client.post("/echo", json={"size": 1})).status_code
             assert asyncio.run(call()) == 200
-            assert [e.path for e in opensandbox_mock.admin.journal.entries()] == ["/echo"]
+            assert [e.path for e in opensandbox_mock.mock.journal.entries()] == ["/echo"]
         """
     )
     report_dir = tmp_path / "rep"
@@ -403,3 +403,48 @@ def test_report_collects_unknown_fields_from_mocks_held_by_fixtures(pytester: py
     assert "| opensandbox | `POST /echo` | gpu | `test_posts` |" in (tmp_path / "fidelity.md").read_text(
         encoding="utf-8"
     )
+
+
+EARLY_ENV = """
+import os
+
+SEEN_AT_IMPORT = {name: os.environ.get(name) for name in ("TENSORLAKE_API_URL", "OPEN_SANDBOX_DOMAIN")}
+
+def test_the_environment_was_set_before_this_module_was_imported(tensorlake_mock, opensandbox_mock):
+    assert SEEN_AT_IMPORT["TENSORLAKE_API_URL"] == tensorlake_mock.url
+    assert SEEN_AT_IMPORT["OPEN_SANDBOX_DOMAIN"] == opensandbox_mock.url.split("://", 1)[1]
+"""
+
+
+@pytest.mark.parametrize("how", [("--sandproof-sdk-env",), ("-o", "sandproof_sdk_env=true")])
+def test_sdk_env_is_exported_before_test_modules_are_imported(pytester: pytest.Pytester, how: tuple[str, ...]) -> None:
+    pytester.makepyfile(EARLY_ENV)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *how)
+    result.assert_outcomes(passed=1)
+    assert "TENSORLAKE_API_URL" not in os.environ or not os.environ["TENSORLAKE_API_URL"].startswith("http://127.0.0.1")
+
+
+def test_without_the_option_a_module_level_read_sees_no_mock(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(EARLY_ENV)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+
+
+def test_the_real_sdk_imported_at_module_top_reaches_the_mock(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from tensorlake.sandbox import Sandbox
+
+        def test_create(tensorlake_mock):
+            sandbox = Sandbox.create(name="early-env")
+            assert tensorlake_mock.mock.model.find_any("early-env") is not None
+            sandbox.terminate()
+
+        def test_explicit_args(tensorlake_sdk_args, tensorlake_mock):
+            sandbox = Sandbox.create(name="explicit", **tensorlake_sdk_args)
+            assert tensorlake_mock.mock.model.find_any("explicit") is not None
+            sandbox.terminate()
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandproof-sdk-env")
+    result.assert_outcomes(passed=2)

@@ -173,7 +173,7 @@ def test_mock_stack_serves_creates_lazily_and_stops() -> None:
     core = stack.core("opensandbox")
     assert isinstance(core, FakeOpenSandbox) and stack.started() == {}
     running = stack.get("opensandbox")
-    assert running.admin is core and stack.get("opensandbox") is running
+    assert running.mock is core and stack.get("opensandbox") is running
     assert running.api_key == "fake-osb-key" and running.env["OPEN_SANDBOX_API_KEY"] == "fake-osb-key"
     assert httpx.get(running.url + "/_mock/clock").status_code == 200
     url = running.url

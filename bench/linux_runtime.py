@@ -1,0 +1,100 @@
+"""Benchmark sandbox create -> ``echo hi`` -> delete on the linux runtime next to the emulator, in one run.
+
+The emulator cycle is what a mock sandbox costs today (an in-memory file system and a command emulator);
+the linux cycle makes a network namespace with its veth link and firewall, a cgroup, a state folder and
+a bubblewrap sandbox whose init runs ``echo hi``, then tears it all down. It runs twice: with the runtime's
+default warm pool (one sandbox started ahead, refilled while the loop runs) and without it (every sandbox
+started on demand). Prints p50/p95 in milliseconds and the ratio; the target for linux is a p50 under
+60 ms. On a machine where the linux runtime cannot run it prints the reason and the emulator figures only.
+No figure is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from mockserver.linux import LinuxRuntime
+from mockserver.linux.requirements import check_requirements
+from mockserver.sandbox import CommandEmulator, FileSystem
+
+TARGET_MS = 60.0
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Return the ``q`` quantile (0-1) of ``samples`` by nearest rank."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def cycles(run_once: Callable[[], None], runs: int, warmup: int = 3) -> list[float]:
+    """Return the seconds each of ``runs`` calls of ``run_once`` took (after ``warmup`` untimed ones)."""
+    for _ in range(warmup):
+        run_once()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run_once()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def emulator_cycle() -> None:
+    """Create an emulated sandbox, run ``echo hi``, drop it."""
+    result = CommandEmulator(FileSystem()).run_to_completion("echo hi")
+    if result.stdout != b"hi\n":
+        raise RuntimeError(f"emulator echo printed {result.stdout!r}")
+
+
+def linux_cycle(runtime: LinuxRuntime) -> Callable[[], None]:
+    """Return the create -> echo -> delete cycle on ``runtime``."""
+
+    def once() -> None:
+        sandbox = runtime.create_sandbox()
+        try:
+            result = sandbox.run(["echo", "hi"])
+            if result.stdout != b"hi\n":
+                raise RuntimeError(f"linux echo printed {result.stdout!r}")
+        finally:
+            sandbox.destroy()
+
+    return once
+
+
+def report(name: str, samples: list[float]) -> float:
+    """Print p50/p95 of ``samples`` in milliseconds; return the p50."""
+    p50, p95 = percentile(samples, 0.5) * 1000, percentile(samples, 0.95) * 1000
+    print(f"{name:<9} create->echo->delete  p50 {p50:8.2f} ms   p95 {p95:8.2f} ms   ({len(samples)} runs)")
+    return p50
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run both cycles and print the figures."""
+    parser = argparse.ArgumentParser(prog="bench/linux_runtime.py")
+    parser.add_argument("--smoke", action="store_true", help="a short run (a few seconds)")
+    args = parser.parse_args(argv)
+    runs = 15 if args.smoke else 100
+    emulator_p50 = report("emulator", cycles(emulator_cycle, runs * 10))
+    requirements = check_requirements()
+    if not requirements.ok:
+        print(f"linux     skipped: {requirements.message()}")
+        return 0
+    started = time.perf_counter()
+    with LinuxRuntime() as runtime:
+        runtime_ms = (time.perf_counter() - started) * 1000
+        linux_p50 = report("linux", cycles(linux_cycle(runtime), runs))
+        print(f"linux     runtime start (world, user namespace, launcher): {runtime_ms:.1f} ms, once per runtime")
+        print(f"linux     cgroups: {runtime.cgroups.describe()}")
+    with LinuxRuntime(warm=0) as cold:
+        report("linux-0", cycles(linux_cycle(cold), runs))
+        print("linux-0   (the same without the warm pool: every sandbox started on demand)")
+    verdict = "under" if linux_p50 < TARGET_MS else "over"
+    print(
+        f"ratio     linux / emulator p50 = {linux_p50 / emulator_p50:.0f}x; linux p50 {verdict} the {TARGET_MS:.0f} ms target"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,233 @@
+"""A process running in a sandbox, seen from the host: its output as it comes, its exit, stdin and signals.
+
+Events arrive on the runtime's I/O thread and are appended to the process's history; readers follow the
+history from any point, blocking (:meth:`LinuxProcess.events`) or from asyncio (:meth:`LinuxProcess.aevents`,
+safe from any event loop). The history keeps the newest :data:`HISTORY_LIMIT` bytes of output; a reader
+that falls further behind skips what was dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["HISTORY_LIMIT", "ExitStatus", "LinuxProcess", "OutputChunk", "ProcessEvent", "StreamName"]
+
+HISTORY_LIMIT = 32 * 1024 * 1024
+StreamName = Literal["stdout", "stderr", "pty"]
+
+
+@dataclass(frozen=True)
+class OutputChunk:
+    """Bytes a process wrote to one stream (``pty`` for a process on a terminal)."""
+
+    stream: StreamName
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ExitStatus:
+    """How a process ended: an exit code, or the signal that killed it, and why."""
+
+    code: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    lost: bool = False
+
+    @property
+    def shell_code(self) -> int:
+        """Return the status a shell reports: the code, or 128 + signal (137 for SIGKILL and OOM kills)."""
+        if self.code is not None:
+            return self.code
+        return 128 + (self.signal or 9)
+
+    @property
+    def reason(self) -> str:
+        """Return ``oom_killed``, ``timed_out``, ``signaled`` or ``exited``."""
+        if self.oom_killed:
+            return "oom_killed"
+        if self.timed_out:
+            return "timed_out"
+        return "signaled" if self.code is None else "exited"
+
+
+ProcessEvent = OutputChunk | ExitStatus
+
+
+class LinuxProcess:
+    """A handle on one process; every method is thread-safe."""
+
+    def __init__(
+        self,
+        ident: int,
+        argv: Sequence[str],
+        *,
+        pty: bool,
+        stdin: bool,
+        send: Callable[[dict[str, Any], bytes], None],
+        signal: Callable[[int, int, bool], bool],
+    ) -> None:
+        self.ident = ident
+        self.argv = tuple(argv)
+        self.pty = pty
+        self.pid: int | None = None
+        self.started_at = time.time()
+        self.ended_at: float | None = None
+        self.status: ExitStatus | None = None
+        self._stdin_open = stdin or pty
+        self._send = send
+        self._signal = signal
+        self._events: list[ProcessEvent] = []
+        self._base = 0
+        self._bytes = 0
+        self._cond = threading.Condition()
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+
+    def __repr__(self) -> str:
+        return f"LinuxProcess({self.ident}, {list(self.argv)!r}, pid={self.pid}, status={self.status})"
+
+    # -- fed by the runtime's I/O thread -----------------------------------------------------------
+
+    def publish(self, event: ProcessEvent) -> None:
+        """Append an event (runtime use); an ExitStatus ends the history."""
+        with self._cond:
+            if self.status is not None:
+                return
+            self._events.append(event)
+            if isinstance(event, OutputChunk):
+                self._bytes += len(event.data)
+                while self._bytes > HISTORY_LIMIT and len(self._events) > 1:
+                    dropped = self._events.pop(0)
+                    self._base += 1
+                    if isinstance(dropped, OutputChunk):
+                        self._bytes -= len(dropped.data)
+            else:
+                self.status = event
+                self.ended_at = time.time()
+                self._stdin_open = False
+            self._cond.notify_all()
+            waiters = list(self._waiters)
+        for loop, flag in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop is closed
+                loop.call_soon_threadsafe(flag.set)
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Tell whether the process has not ended yet."""
+        return self.status is None
+
+    def _slice(self, since: int) -> tuple[list[ProcessEvent], int]:
+        start = max(since, self._base)
+        return self._events[start - self._base :], self._base + len(self._events)
+
+    def events(self, since: int = 0, timeout: float | None = None) -> Iterator[ProcessEvent]:
+        """Yield events from position ``since`` until the ExitStatus (or until ``timeout`` seconds pass)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        position = since
+        while True:
+            with self._cond:
+                batch, position = self._slice(position)
+                if not batch:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return
+                    self._cond.wait(left)
+                    continue
+            for event in batch:
+                yield event
+                if isinstance(event, ExitStatus):
+                    return
+
+    async def aevents(self, since: int = 0) -> AsyncIterator[ProcessEvent]:
+        """Yield events from position ``since`` until the ExitStatus, on the caller's event loop."""
+        loop = asyncio.get_running_loop()
+        flag = asyncio.Event()
+        token = (loop, flag)
+        with self._cond:
+            self._waiters.add(token)
+        try:
+            position = since
+            while True:
+                flag.clear()
+                with self._cond:
+                    batch, position = self._slice(position)
+                if not batch:
+                    await flag.wait()
+                    continue
+                for event in batch:
+                    yield event
+                    if isinstance(event, ExitStatus):
+                        return
+        finally:
+            with self._cond:
+                self._waiters.discard(token)
+
+    def wait(self, timeout: float | None = None) -> ExitStatus | None:
+        """Block until the process ends (or ``timeout``); return its status (None on timeout)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.status is not None, timeout)
+            return self.status
+
+    async def await_exit(self) -> ExitStatus:
+        """Wait on the caller's event loop until the process ends; return its status."""
+        with self._cond:
+            if self.status is not None:
+                return self.status
+            position = self._base + len(self._events)
+        async for event in self.aevents(position):
+            if isinstance(event, ExitStatus):
+                return event
+        raise RuntimeError("the event stream ended without an exit")
+
+    def output(self, stream: StreamName | None = None) -> bytes:
+        """Return the output kept so far (one stream, or all in order)."""
+        with self._cond:
+            return b"".join(e.data for e in self._events if isinstance(e, OutputChunk) and stream in (None, e.stream))
+
+    # -- acting ------------------------------------------------------------------------------------
+
+    @property
+    def stdin_open(self) -> bool:
+        """Tell whether stdin still accepts data."""
+        return self._stdin_open
+
+    def write_stdin(self, data: bytes) -> bool:
+        """Send ``data`` to the process's stdin (the terminal, for a PTY); tell whether it was accepted."""
+        if not self._stdin_open:
+            return False
+        view = memoryview(data)
+        for start in range(0, len(view), 60 * 1024):
+            self._send({"op": "stdin", "id": self.ident}, bytes(view[start : start + 60 * 1024]))
+        return True
+
+    def close_stdin(self) -> bool:
+        """Close stdin (a terminal gets end-of-input, ^D); tell whether it was open."""
+        if not self._stdin_open:
+            return False
+        self._stdin_open = False
+        self._send({"op": "stdin_close", "id": self.ident}, b"")
+        return True
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Set the terminal size of a PTY process (its foreground group gets SIGWINCH)."""
+        if not self.pty:
+            raise ValueError("not a PTY process")
+        self._send({"op": "resize", "id": self.ident, "rows": int(rows), "cols": int(cols)}, b"")
+
+    def signal(self, signum: int, *, group: bool = True) -> bool:
+        """Send ``signum`` to the process (its whole process group by default); tell whether it was sent."""
+        if self.status is not None:
+            return False
+        return self._signal(self.ident, signum, group)
+
+    def kill(self) -> bool:
+        """SIGKILL the process group."""
+        return self.signal(9)

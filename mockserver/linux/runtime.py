@@ -1,0 +1,338 @@
+"""The linux runtime: one world namespace, one user namespace and one I/O thread shared by many sandboxes.
+
+:class:`LinuxRuntime` checks the machine (:mod:`~mockserver.linux.requirements`), takes a lock file
+``/run/sandproof/<id>.lock`` for its lifetime, removes what crashed runtimes left behind (namespaces,
+cgroups, lock files whose lock nobody holds), makes its user namespace (root inside maps to
+:data:`DEFAULT_UID_BASE` outside, 65536 ids), compiles the init, starts the launcher, the world and the
+I/O thread, and then makes sandboxes (see :mod:`~mockserver.linux.assembly`): a network namespace with its
+veth link and firewall, a cgroup, a state folder and one bubblewrap process running the sandbox's init.
+A warm pool (:mod:`~mockserver.linux.pool`, ``warm`` sandboxes, 1 by default) starts the next sandbox
+ahead of demand, so :meth:`LinuxRuntime.create_sandbox` is mostly a hand-over.
+
+Names carry the runtime id (five hex digits), so parallel runtimes (parallel test runs) never collide;
+sandbox indexes are never reused within a runtime, so a link being torn down by the kernel never clashes
+with a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import os
+import queue
+import re
+import secrets
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from mockserver.core.dns import DnsTable
+
+from . import cgroups as cg
+from .assembly import BASE_ENV, Assembler, SandboxStartError, make_userns
+from .channel import Hub
+from .egress import EgressPlan
+from .launch import find_bwrap, prepare_guest_code
+from .netns import remove_netns, stale_names
+from .pool import WarmPool
+from .records import Limits, SandboxStateError
+from .requirements import RuntimeUnavailable, guest_python, require
+from .sandbox import LinuxSandbox
+from .spawner import Launcher
+from .world import World
+
+__all__ = ["DEFAULT_UID_BASE", "LOCK_DIR", "LinuxRuntime", "SandboxStartError"]
+
+DEFAULT_UID_BASE = 0x70000000
+LOCK_DIR = Path("/run/sandproof")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def _scratch() -> str:
+    """Return where a default state folder goes: /dev/shm when it is a roomy tmpfs (fast), else the temp dir."""
+    with contextlib.suppress(OSError):
+        info = os.statvfs("/dev/shm")
+        if info.f_bavail * info.f_frsize >= 1 << 30 and os.access("/dev/shm", os.W_OK):
+            return "/dev/shm"
+    return tempfile.gettempdir()
+
+
+def _make_searchable(directory: Path) -> None:
+    """Let the sandboxes' unprivileged uid reach ``directory`` (bubblewrap binds from there as that uid)."""
+    os.chmod(directory, os.stat(directory).st_mode | 0o011)
+    for parent in directory.resolve().parents:
+        if not os.stat(parent).st_mode & 0o001:
+            raise RuntimeUnavailable(f"state folder {directory}: {parent} is not searchable by other users (o+x)")
+
+
+def _alive_runtimes() -> tuple[set[str], list[Path]]:
+    """Return the ids whose lock is held, and the lock files nobody holds."""
+    alive: set[str] = set()
+    stale: list[Path] = []
+    for path in LOCK_DIR.glob("*.lock"):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            alive.add(path.stem)
+        else:
+            stale.append(path)
+        finally:
+            os.close(fd)
+    return alive, stale
+
+
+class LinuxRuntime:
+    """Sandboxes that run real programs in Linux namespaces; :meth:`close` (or ``with``) when done."""
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str] | None = None,
+        *,
+        dns: DnsTable | None = None,
+        uid_base: int = DEFAULT_UID_BASE,
+        warm: int = 1,
+    ) -> None:
+        self.requirements = require()
+        python, bwrap = guest_python(), find_bwrap()
+        assert python is not None and bwrap is not None
+        self.python, self.bwrap = python, bwrap
+        self.uid_base = uid_base
+        self.dns = dns if dns is not None else DnsTable()
+        self._lock = threading.Lock()
+        self._sandboxes: dict[str, LinuxSandbox] = {}
+        self._reserved: set[str] = set()
+        self._indexes = itertools.count()
+        self._names = itertools.count()
+        self._closed = False
+        self._lock_fd = self._take_id()
+        self.userns_fd = -1
+        self.world: World | None = None
+        self.hub: Hub | None = None
+        self.launcher: Launcher | None = None
+        self._owns_state = state_dir is None
+        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix=f"sandproof-linux-{self.id}-", dir=_scratch()))
+        self._trash: queue.Queue[Path | None] = queue.Queue()
+        self._janitor = threading.Thread(target=self._sweep, name="sandproof-linux-janitor", daemon=True)
+        self.cgroups = cg.CgroupSupport()
+        self.stale_removed: list[str] = []
+        self.guest_dir: Path | None = None
+        self.pool: WarmPool | None = None
+        try:
+            self.userns_fd = make_userns(uid_base)  # forks: before any thread of ours starts
+            self._janitor.start()
+            self.stale_removed = self._remove_stale()
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            _make_searchable(self.state_dir)
+            with contextlib.suppress(OSError):
+                for leftover in (self.state_dir / ".trash").iterdir():
+                    self._trash.put(leftover)
+            self.cgroups = cg.detect()
+            self.guest_dir = Path(_scratch()) / f"sandproof-linux-{self.id}-guest"
+            guest_entry = prepare_guest_code(python, self.guest_dir)
+            self.launcher = Launcher(python)
+            self.world = World(self.id, self.dns).start()
+            self.hub = Hub()
+            self.assembler = Assembler(
+                self.id, uid_base, self.userns_fd, bwrap, python, self.guest_dir, guest_entry, self.world,
+                self.hub, self.launcher, self.cgroups, self._next_index, self._forget,
+            )  # fmt: skip
+            self.pool = WarmPool(self._warm_one, warm)
+        except BaseException:
+            self.close()
+            raise
+
+    def _take_id(self) -> int:
+        LOCK_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+        while True:
+            candidate = secrets.token_hex(3)[:5]
+            try:
+                fd = os.open(LOCK_DIR / f"{candidate}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            except FileExistsError:
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            self.id = candidate
+            return fd
+
+    def _remove_stale(self) -> list[str]:
+        """Remove namespaces, cgroups and lock files of runtimes that are gone; return what was removed."""
+        alive, stale_locks = _alive_runtimes()
+        alive.add(self.id)
+        removed = []
+        for name in stale_names(alive):
+            remove_netns(name)
+            removed.append(f"netns {name}")
+        for path in cg.remove_stale(cg.detect(), alive):
+            removed.append(f"cgroup {path}")
+        for path in stale_locks:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            for place in {Path(tempfile.gettempdir()), Path(_scratch())}:
+                for leftover in place.glob(f"sandproof-linux-{path.stem}-*"):
+                    shutil.rmtree(leftover, ignore_errors=True)
+        return removed
+
+    # -- sandboxes ---------------------------------------------------------------------------------
+
+    def _next_index(self) -> int:
+        with self._lock:
+            return next(self._indexes)
+
+    def _warm_one(self) -> LinuxSandbox:
+        """Make a generic sandbox for the warm pool."""
+        n = next(self._names)
+        return self.assembler.assemble(f"warm-{n}", self.state_dir / f".warm-{n}", "sandbox", {})
+
+    def create_sandbox(
+        self,
+        sandbox_id: str | None = None,
+        *,
+        hostname: str | None = None,
+        env: Mapping[str, str] | None = None,
+        memory_bytes: int | None = None,
+        pids: int | None = None,
+        egress: EgressPlan | None = None,
+    ) -> LinuxSandbox:
+        """Return a running sandbox (from the warm pool when one is ready); raise SandboxStartError if it fails.
+
+        ``sandbox_id`` names its state folder ``<state>/<id>``; ``hostname`` defaults to the id; ``env`` is
+        added to every process's environment; ``memory_bytes`` and ``pids`` are cgroup limits (recorded when no
+        cgroup can enforce them, see ``sandbox.limits``); ``egress`` is the plan its firewall starts with.
+        """
+        with self._lock:
+            if self._closed:
+                raise SandboxStateError("destroyed", "the runtime is closed")
+            sandbox_id = sandbox_id or f"sbx-{self.id}-{next(self._names)}"
+            if not _ID.fullmatch(sandbox_id) or sandbox_id in self._sandboxes or sandbox_id in self._reserved:
+                raise ValueError(f"sandbox id {sandbox_id!r} is invalid or in use")
+            self._reserved.add(sandbox_id)
+        hostname = hostname or sandbox_id[:63]
+        try:
+            sandbox = self.pool.take() if self.pool is not None else None
+            if sandbox is not None and sandbox.alive:
+                sandbox.adopt(sandbox_id, self.state_dir / sandbox_id, hostname, {**BASE_ENV, **(env or {})})
+            else:
+                if sandbox is not None:
+                    sandbox.destroy()
+                sandbox = self.assembler.assemble(sandbox_id, self.state_dir / sandbox_id, hostname, env or {})
+            try:
+                self._configure(sandbox, memory_bytes, pids, egress)
+            except BaseException:
+                sandbox.destroy()
+                raise
+            with self._lock:
+                self._sandboxes[sandbox_id] = sandbox
+            return sandbox
+        finally:
+            with self._lock:
+                self._reserved.discard(sandbox_id)
+
+    @staticmethod
+    def _configure(
+        sandbox: LinuxSandbox, memory_bytes: int | None, pids: int | None, egress: EgressPlan | None
+    ) -> None:
+        enforced = set()
+        if memory_bytes is not None and sandbox.cgroup is not None and sandbox.cgroup.set_memory(memory_bytes):
+            enforced.add("memory")
+        if pids is not None and sandbox.cgroup is not None and sandbox.cgroup.set_pids(pids):
+            enforced.add("pids")
+        sandbox.limits = Limits(memory_bytes, pids, frozenset(enforced))
+        if egress is not None:
+            sandbox.firewall.apply(egress)
+
+    def _forget(self, sandbox: LinuxSandbox, remove_files: bool) -> None:
+        """Finish a sandbox's destruction (called by :meth:`LinuxSandbox.destroy`)."""
+        if self.world is not None:
+            self.world.unregister(sandbox.address)
+        if self.launcher is not None and sandbox.bwrap_pid is not None:
+            self.launcher.wait(sandbox.bwrap_pid, 5)
+        if self.hub is not None and sandbox.channel is not None:
+            self.hub.remove(sandbox.channel)
+        remove_netns(sandbox.netns_name)
+        if sandbox.cgroup is not None:
+            sandbox.cgroup.remove()
+        if remove_files:
+            trash = self.state_dir / ".trash" / f"{sandbox.id}-{sandbox.index}"
+            try:
+                trash.parent.mkdir(exist_ok=True)
+                sandbox.layout.base.rename(trash)
+            except OSError:
+                trash = sandbox.layout.base
+            self._trash.put(trash)
+        with self._lock:
+            self._sandboxes.pop(sandbox.id, None)
+
+    def _sweep(self) -> None:
+        while (path := self._trash.get()) is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def sandbox(self, sandbox_id: str) -> LinuxSandbox:
+        """Return the live sandbox with this id; KeyError if there is none."""
+        with self._lock:
+            return self._sandboxes[sandbox_id]
+
+    def sandboxes(self) -> list[LinuxSandbox]:
+        """Return the live sandboxes."""
+        with self._lock:
+            return list(self._sandboxes.values())
+
+    # -- teardown ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Destroy every sandbox, stop the world and the I/O thread, release the id; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            sandboxes = list(self._sandboxes.values())
+        if self.pool is not None:
+            self.pool.close()
+        for sandbox in sandboxes:
+            with contextlib.suppress(Exception):
+                sandbox.destroy()
+        if self.world is not None:
+            self.world.close()
+        if self.hub is not None:
+            self.hub.close()
+        if self.launcher is not None:
+            self.launcher.close()
+        self._trash.put(None)
+        if self._janitor.is_alive():
+            self._janitor.join(timeout=30)
+        if self.userns_fd >= 0:
+            os.close(self.userns_fd)
+            self.userns_fd = -1
+        for hierarchy in self.cgroups.hierarchies():
+            cg.remove_tree(hierarchy.runtime_dir(self.id))
+        if self._owns_state:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self.guest_dir is not None:
+            shutil.rmtree(self.guest_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (LOCK_DIR / f"{self.id}.lock").unlink()
+        os.close(self._lock_fd)
+
+    def __enter__(self) -> LinuxRuntime:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # a forgotten runtime must not leave its sandboxes behind
+        with contextlib.suppress(Exception):
+            if not getattr(self, "_closed", True):
+                for sandbox in self.sandboxes():
+                    for pid in (sandbox.init_pid, sandbox.bwrap_pid):
+                        if pid is not None:
+                            os.kill(pid, signal.SIGKILL)

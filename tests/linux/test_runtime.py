@@ -1,0 +1,140 @@
+"""Runtime lifecycle: sandboxes come and go without leftovers, parallel runtimes never collide, a crashed
+runtime's namespaces, cgroups and lock files are removed by the next one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from mockserver.linux import LinuxRuntime, RuntimeUnavailable
+from mockserver.linux.netns import NETNS_DIR, create_netns
+from mockserver.linux.runtime import LOCK_DIR
+
+from .conftest import needs_runtime
+
+pytestmark = needs_runtime
+
+
+def _netns(runtime_id: str) -> set[str]:
+    return {n for n in os.listdir(NETNS_DIR) if n.startswith(f"sandproof-{runtime_id}-")}
+
+
+def _cgroup_dirs(runtime: LinuxRuntime) -> list[Path]:
+    return [h.runtime_dir(runtime.id) for h in runtime.cgroups.hierarchies()]
+
+
+def _eventually_gone(path: Path, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not path.exists()
+
+
+def test_a_destroyed_sandbox_leaves_nothing(runtime: LinuxRuntime) -> None:
+    sb = runtime.create_sandbox("cleanup-check", hostname="box-one")
+    assert sb.run("hostname; grep box-one /etc/hosts").stdout == b"box-one\n127.0.1.1\tbox-one\n"
+    base, netns = sb.layout.base, sb.netns_name
+    cgroups = [d for d in (sb.cgroup.dirs.values() if sb.cgroup else [])]
+    assert netns in _netns(runtime.id) and base.exists()
+    sb.destroy()
+    assert netns not in _netns(runtime.id)
+    assert not base.exists()  # renamed away at once, deleted in the background
+    assert all(not d.exists() for d in cgroups)
+    assert _eventually_gone(runtime.state_dir / ".trash" / f"cleanup-check-{sb.index}")
+    with pytest.raises(KeyError):
+        runtime.sandbox("cleanup-check")
+
+
+def test_a_state_folder_the_sandbox_user_cannot_reach_is_refused(tmp_path: Path) -> None:
+    os.chmod(tmp_path, 0o700)
+    with pytest.raises(RuntimeUnavailable, match="not searchable"):
+        LinuxRuntime(tmp_path / "state")
+
+
+def test_sandbox_ids_are_checked(runtime: LinuxRuntime) -> None:
+    sb = runtime.create_sandbox("dup-id")
+    try:
+        with pytest.raises(ValueError, match="in use"):
+            runtime.create_sandbox("dup-id")
+        with pytest.raises(ValueError):
+            runtime.create_sandbox("../escape")
+    finally:
+        sb.destroy()
+
+
+def test_two_runtimes_side_by_side_then_closed_leave_nothing() -> None:
+    given = Path(tempfile.mkdtemp(prefix="sandproof-test-state-"))  # a folder of the caller's: it stays
+    first = LinuxRuntime()
+    second = LinuxRuntime(given)
+    try:
+        assert first.id != second.id and first.world is not None and second.world is not None
+        assert first.world.name != second.world.name
+        a, b = first.create_sandbox(), second.create_sandbox()
+        assert a.run("echo a").stdout == b"a\n" and b.run("echo b").stdout == b"b\n"
+        launcher_pid = second.launcher.pid if second.launcher else 0
+    finally:
+        first.close()
+        second.close()
+    for rt in (first, second):
+        assert _netns(rt.id) == set()
+        assert not (LOCK_DIR / f"{rt.id}.lock").exists()
+        assert all(not d.exists() for d in _cgroup_dirs(rt))
+    assert not first.state_dir.exists()
+    assert given.exists() and not any(given.glob("sbx-*"))
+    shutil.rmtree(given)
+    assert not Path(f"/proc/{launcher_pid}").exists()
+
+
+CRASH = textwrap.dedent(
+    """
+    import os, sys
+    sys.path.insert(0, sys.argv[1])
+    from mockserver.linux import LinuxRuntime, RuntimeUnavailable
+    rt = LinuxRuntime()
+    sb = rt.create_sandbox()
+    sb.start_process("sleep 300")
+    print(rt.id, sb.init_pid, flush=True)
+    os.kill(os.getpid(), 9)
+    """
+)
+
+
+def test_a_crashed_runtime_is_cleaned_up_by_the_next() -> None:
+    root = str(Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-c", CRASH, root], capture_output=True, text=True, timeout=60)
+    assert out.returncode == -9, out.stderr
+    dead_id, init_pid = out.stdout.split()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{init_pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not Path(f"/proc/{init_pid}").exists()  # the sandbox died with its runtime
+    assert _netns(dead_id), "a crash leaves the namespace names behind"
+    assert (LOCK_DIR / f"{dead_id}.lock").exists()
+    fresh = LinuxRuntime()
+    try:
+        assert any(dead_id in item for item in fresh.stale_removed)
+        assert _netns(dead_id) == set()
+        assert not (LOCK_DIR / f"{dead_id}.lock").exists()
+        assert all(not h.runtime_dir(dead_id).exists() for h in fresh.cgroups.hierarchies())
+    finally:
+        fresh.close()
+
+
+def test_stale_names_of_live_runtimes_are_kept(runtime: LinuxRuntime) -> None:
+    fake = "sandproof-zzzz9-0"
+    fd = create_netns(fake)
+    os.close(fd)
+    other = LinuxRuntime()
+    try:
+        assert f"netns {fake}" in other.stale_removed  # no lock file at all: stale
+        assert runtime.world is not None and (NETNS_DIR / runtime.world.name).exists()  # alive: kept
+    finally:
+        other.close()

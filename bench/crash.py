@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 from support import API_KEY, Served, emit, start_serve
 
 TL_HEADERS = {"authorization": f"Bearer {API_KEY}"}
@@ -90,9 +89,9 @@ def _token(prefix: str) -> str:
     return f"{prefix}{next(_counter)}-{random.randrange(1 << 30):x}"
 
 
-def _send(op: Op, call: Callable[[], httpx.Response]) -> httpx.Response | None:
+def _send(op: Op, call: Callable[..., httpx.Response], path: str, **kwargs: Any) -> httpx.Response | None:
     try:
-        response = call()
+        response = call(path, **kwargs)
     except httpx.HTTPError:
         op.outcome = DOUBT
         return None
@@ -114,7 +113,7 @@ def _writer(served: Served, ledger: Ledger, stop: threading.Event, writer: int, 
             if roll < 0.3:
                 name = _token("tl")
                 op = ledger.add(Op("tl-create", name, round=round_no))
-                got = _send(op, lambda: tl.post("/sandboxes", json={"name": name}))
+                got = _send(op, tl.post, "/sandboxes", json={"name": name})
                 if got is not None and op.outcome == ACKED:
                     tl_live.append(name)
             elif roll < 0.4:
@@ -122,12 +121,12 @@ def _writer(served: Served, ledger: Ledger, stop: threading.Event, writer: int, 
                 if target is None:
                     continue
                 op = ledger.add(Op("tl-delete", _token("tld"), target=target, round=round_no))
-                _send(op, lambda: tl.delete(f"/sandboxes/{target}"))
+                _send(op, tl.delete, f"/sandboxes/{target}")
             elif roll < 0.7:
                 token = _token("osb")
                 op = ledger.add(Op("osb-create", token, round=round_no))
                 body = {"image": {"uri": "crash"}, "entrypoint": ["sh"], "resourceLimits": {}, "metadata": {"t": token}}
-                got = _send(op, lambda: osb.post("/v1/sandboxes", json=body))
+                got = _send(op, osb.post, "/v1/sandboxes", json=body)
                 if got is not None and op.outcome == ACKED:
                     sid = str(got.json()["id"])
                     op.target = sid
@@ -138,17 +137,17 @@ def _writer(served: Served, ledger: Ledger, stop: threading.Event, writer: int, 
                     continue
                 value = _token("v")
                 op = ledger.add(Op("osb-patch", _token("p"), target=target, value=value, round=round_no))
-                _send(op, lambda: osb.patch(f"/v1/sandboxes/{target}/metadata", json={"p": value}))
+                _send(op, osb.patch, f"/v1/sandboxes/{target}/metadata", json={"p": value})
             elif roll < 0.9:
                 target = osb_live.pop(rng.randrange(len(osb_live))) if osb_live else None
                 if target is None:
                     continue
                 op = ledger.add(Op("osb-delete", _token("od"), target=target, round=round_no))
-                _send(op, lambda: osb.delete(f"/v1/sandboxes/{target}"))
+                _send(op, osb.delete, f"/v1/sandboxes/{target}")
             else:
                 name = _token("h") + ".crash.test"
                 op = ledger.add(Op("dns", name, round=round_no))
-                _send(op, lambda: osb.post("/_mock/dns", json={name: ["10.1.2.3"]}))
+                _send(op, osb.post, "/_mock/dns", json={name: ["10.1.2.3"]})
 
 
 def _observed(served: Served) -> tuple[set[str], dict[str, dict[str, str]], set[str]]:
@@ -243,15 +242,15 @@ def audit(ledger: Ledger, served: Served) -> Audit:
             allowed.add(None)
         if seen not in allowed:
             result.lost.append(f"opensandbox {sid}: metadata p={seen!r}, expected one of {sorted(map(str, allowed))}")
-    for token in set(token_to_id) - set(osb_created):
-        if token and token.startswith("osb"):
-            result.phantom.append(f"opensandbox {token}: present, never sent")
-    for name, op in dns_ops.items():
-        present = name in dns
+    for stray in set(token_to_id) - set(osb_created):
+        if stray and stray.startswith("osb"):
+            result.phantom.append(f"opensandbox {stray}: present, never sent")
+    for host, op in dns_ops.items():
+        present = host in dns
         if op.outcome == ACKED and not present:
-            result.lost.append(f"dns {name}: set (acknowledged) but missing")
+            result.lost.append(f"dns {host}: set (acknowledged) but missing")
         elif op.outcome == REFUSED and present:
-            result.phantom.append(f"dns {name}: refused but present")
+            result.phantom.append(f"dns {host}: refused but present")
         elif op.outcome == DOUBT:
             result.doubt_applied += present
             result.doubt_absent += not present

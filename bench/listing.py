@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 from support import API_KEY, ROOT, child_env, cpu_seconds, emit, free_port, wait_answering
 
 GOAL = 2.0
@@ -52,7 +51,12 @@ def populate(provider: str, count: int) -> Any:
     osb = OpenSandboxMock(seed=1, api_key=ANY_KEY)
     tenant = osb.config.access.tenant_of(API_KEY)
     for i in range(count):
-        body = {"image": {"uri": "bench"}, "entrypoint": ["sh"], "resourceLimits": {}, "metadata": {"team": f"t{i % TEAMS}"}}
+        body = {
+            "image": {"uri": "bench"},
+            "entrypoint": ["sh"],
+            "resourceLimits": {},
+            "metadata": {"team": f"t{i % TEAMS}"},
+        }
         lifecycle.create_sandbox(osb.state, tenant, body)
     return osb
 

@@ -14,7 +14,6 @@ import sys
 import time
 
 import httpx
-
 from support import API_KEY, Served, cpu_seconds, emit, start_echo, start_serve
 
 GOAL = 0.85

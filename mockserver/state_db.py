@@ -336,7 +336,11 @@ def _load_core(mock: MockCore, core: Mapping[str, Any]) -> None:
         if "clock" in core:
             clock = dict(core["clock"])
             wall = clock.pop("wall", None)
-            if clock.get("mode") == "wall" and isinstance(wall, int | float) and isinstance(clock.get("now"), int | float):
+            if (
+                clock.get("mode") == "wall"
+                and isinstance(wall, int | float)
+                and isinstance(clock.get("now"), int | float)
+            ):
                 clock["now"] = float(clock["now"]) + max(0.0, time.time() - float(wall))
             mock.clock.load(clock)
         if "dns" in core:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import string
 import threading
-import uuid
 from typing import Any
 
 LOWER_ALNUM = string.ascii_lowercase + string.digits

@@ -18,8 +18,8 @@ from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
 from mockserver.core import DnsTable, VirtualClock, environment
-from mockserver.sandbox.network import HttpTable
 from mockserver.core.changes import Persistent
+from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
 from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner

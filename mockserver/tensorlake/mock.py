@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from mockserver.core import environment
+from mockserver.core.changes import Persistent
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
 from mockserver.core.environment import DEFAULT_API_KEY
@@ -29,7 +30,6 @@ from mockserver.core.faults import FaultRule
 from mockserver.sandbox.commands import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Handler
-from mockserver.core.changes import Persistent
 from mockserver.service import HttpMock
 
 from .model import admin

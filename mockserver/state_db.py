@@ -87,7 +87,7 @@ class _Tracked:
     model: Persistent
     clock: object = None
     dns: int = -1
-    ids: int = -1
+    ids: int | None = None
     rewrite: bool = field(default=False)
 
 
@@ -215,7 +215,7 @@ class StateStore:
                 or tracked.model.changes.pending()
                 or mock.clock.token is not tracked.clock
                 or mock.dns.version != tracked.dns
-                or mock.ids.draws != tracked.ids
+                or mock.ids.version != tracked.ids
             ):
                 return True
         return False
@@ -249,7 +249,7 @@ class StateStore:
                 for tracked, taken, _rows, _core in writes:
                     tracked.model.changes.give_back(taken)
                     tracked.rewrite = tracked.rewrite or taken.everything
-                    tracked.clock, tracked.dns, tracked.ids = None, -1, -1
+                    tracked.clock, tracked.dns, tracked.ids = None, -1, None
                 raise
             for tracked, _taken, _rows, _core in writes:
                 tracked.rewrite = False
@@ -297,16 +297,16 @@ class StateStore:
         if force or version != tracked.dns:
             tracked.dns = version
             rows.append(Row(CORE, "dns", mock.dns.dump()))
-        draws = mock.ids.draws
-        if force or draws != tracked.ids:
-            tracked.ids = draws
+        version = mock.ids.version
+        if force or version != tracked.ids:
+            tracked.ids = version
             rows.append(Row(CORE, "ids", mock.ids.dump()))
         return rows
 
     def _remember_core(self, tracked: _Tracked) -> None:
         tracked.clock = tracked.mock.clock.token
         tracked.dns = tracked.mock.dns.version
-        tracked.ids = tracked.mock.ids.draws
+        tracked.ids = tracked.mock.ids.version
 
     # -- closing -----------------------------------------------------------------------------------
 

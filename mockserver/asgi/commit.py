@@ -4,7 +4,7 @@
 message of a response (``http.response.start``, or a WebSocket's accept) it calls ``commit``, which writes
 every change made so far in one transaction; before the end of a streamed body (the last
 ``http.response.body``) it commits again, so what the stream changed is on disk before the client sees it
-finish. A request that changed a sandbox the model does not track itself (files, commands, a policy the
+finish (a body sent in one piece needs no second commit). A request that changed a sandbox the model does not track itself (files, commands, a policy the
 sidecar set) notes the sandbox; for any method but ``GET``/``HEAD``/``OPTIONS`` that sandbox is marked with
 ``touched`` first, so its rows are rewritten.
 
@@ -42,7 +42,7 @@ class CommitBeforeSend:
             return
         scope.setdefault("state", {})  # shared with the inner layers, which note the sandbox there
         writes = scope["type"] == "websocket" or scope.get("method") not in _READS
-        failed = False
+        failed = streamed = False
 
         def save() -> bool:
             if writes:
@@ -57,7 +57,7 @@ class CommitBeforeSend:
             return True
 
         async def committing_send(message: Message) -> None:
-            nonlocal failed
+            nonlocal failed, streamed
             if failed:
                 return
             kind = message["type"]
@@ -69,9 +69,12 @@ class CommitBeforeSend:
                     else:
                         await send({"type": "websocket.close", "code": 1011})
                     return
-            elif kind == "http.response.body" and not message.get("more_body", False) and not save():
-                failed = True
-                return  # the client sees the body cut short, never a completed answer
+            elif kind == "http.response.body":
+                if message.get("more_body", False):
+                    streamed = True
+                elif streamed and not save():
+                    failed = True
+                    return  # the client sees the body cut short, never a completed answer
             await send(message)
 
         await self.app(scope, receive, committing_send)

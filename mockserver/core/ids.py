@@ -17,8 +17,9 @@ class IdFactory:
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self._seed = seed
-        #: Counts the draws and reseeds (a durable store rewrites the generator only when it moved).
+        #: Counts the draws and reseeds.
         self.draws = 0
+        self._reseeds = 0
 
     def seed(self, seed: int | None) -> None:
         """Restart the sequence from ``seed`` (None: unpredictable)."""
@@ -26,6 +27,7 @@ class IdFactory:
             self._seed = seed
             self._rng = random.Random(seed)
             self.draws += 1
+            self._reseeds += 1
 
     def token(self, length: int = 21, alphabet: str = LOWER_ALNUM) -> str:
         """Return a random string of ``length`` characters from ``alphabet``."""
@@ -73,6 +75,12 @@ class IdFactory:
         with self._lock:
             self._seed, self._rng = seed, rng
             self.draws += 1
+            self._reseeds += 1
+
+    @property
+    def version(self) -> int:
+        """Return a number that changes whenever :meth:`dump` would (an unseeded draw changes nothing)."""
+        return self.draws if self._seed is not None else -self._reseeds
 
 
 #: RFC 4122 version 4: clear the version and variant bits, then set version 4 and variant 10.

@@ -99,7 +99,15 @@ def _send(op: Op, call: Callable[..., httpx.Response], path: str, **kwargs: Any)
     return response
 
 
-def _writer(served: Served, ledger: Ledger, stop: threading.Event, writer: int, seed: int, round_no: int) -> None:
+def _writer(
+    served: Served,
+    ledger: Ledger,
+    stop: threading.Event,
+    ready: threading.Barrier,
+    writer: int,
+    seed: int,
+    round_no: int,
+) -> None:
     rng = random.Random(seed)
     tl_live = ledger.tl_live.setdefault(writer, [])
     osb_live = ledger.osb_live.setdefault(writer, [])
@@ -108,6 +116,7 @@ def _writer(served: Served, ledger: Ledger, stop: threading.Event, writer: int, 
         httpx.Client(base_url=served.url("tensorlake"), headers=TL_HEADERS, timeout=timeout) as tl,
         httpx.Client(base_url=served.url("opensandbox"), headers=OSB_HEADERS, timeout=timeout) as osb,
     ):
+        ready.wait()
         while not stop.is_set():
             roll = rng.random()
             if roll < 0.3:
@@ -277,12 +286,16 @@ def run(rounds: int, writers: int, state: Path, *, min_load: float, max_load: fl
     try:
         for round_no in range(1, rounds + 1):
             stop = threading.Event()
+            ready = threading.Barrier(writers + 1)
             threads = [
-                threading.Thread(target=_writer, args=(served, ledger, stop, n, rng.randrange(1 << 30), round_no))
+                threading.Thread(
+                    target=_writer, args=(served, ledger, stop, ready, n, rng.randrange(1 << 30), round_no)
+                )
                 for n in range(writers)
             ]
             for thread in threads:
                 thread.start()
+            ready.wait()  # the load runs before the kill's timer starts
             time.sleep(rng.uniform(min_load, max_load))
             served.proc.kill()  # SIGKILL: no handler runs, nothing is flushed on the way out
             served.proc.wait()

@@ -165,7 +165,7 @@ class OpenSandboxMock(HttpMock):
 
     def wrap(self, app: ASGIApp) -> ASGIApp:
         """Put the request-id and auth layer outside the core's fault and journal layers."""
-        return RequestGate(super().wrap(app), self.config.access, lambda: self.ids.uuid4().replace("-", ""))
+        return RequestGate(super().wrap(app), self.config.access, self.ids.uuid4_hex)
 
     # -- conveniences for tests ------------------------------------------------------------------
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from mockserver.asgi.routing import indexed_app
 from mockserver.core import environment
 from mockserver.core.changes import Persistent
 from mockserver.core.clock import VirtualClock
@@ -150,7 +150,7 @@ class TensorLakeMock(HttpMock):
 
     def build_app(self) -> ASGIApp:
         """Put the sandbox proxy in front of the admin and lifecycle routes, all inside faults and journal."""
-        api = Starlette(routes=[*self.routes(), *self.admin_routes()], exception_handlers=self.exception_handlers())
+        api = indexed_app([*self.routes(), *self.admin_routes()], self.exception_handlers())
         return self.wrap(CollapseSlashes(self.front_door(api)))
 
     def emulator_for(self, sandbox: Sandbox) -> CommandEmulator:

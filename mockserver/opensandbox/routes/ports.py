@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Router
 from starlette.types import Receive, Scope, Send
 
 from mockserver.asgi.middleware import notes
+from mockserver.asgi.routing import IndexedRouter
 from mockserver.core import ApiError
 
 from ..model.auth import API_KEY_HEADER, SECURE_ACCESS_HEADER
@@ -45,7 +46,7 @@ async def _not_served(scope: Scope, receive: Receive, send: Send) -> None:
 
 def service_router(routes: Sequence[BaseRoute]) -> Router:
     """Return the router of one port's service (a path it does not serve: 404, or close 4404 for a WebSocket)."""
-    return Router(routes=list(routes), default=_not_served)
+    return IndexedRouter(routes=list(routes), default=_not_served)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ virtual epoch seconds; the wire shows them as epoch milliseconds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Callable
@@ -35,6 +36,7 @@ RUNTIME = "firecracker"
 ROUTING_HINT = "sandproof"
 
 
+@functools.lru_cache(maxsize=4096)
 def owner_id(api_key: str) -> str:
     """Return the tenant id of an API key (a digest: the mock never keeps keys in its state)."""
     return "tenant-" + hashlib.sha256(api_key.encode()).hexdigest()[:16]

@@ -76,6 +76,8 @@ class Served:
     ports: dict[str, int] = field(default_factory=dict)
     started: float = 0.0
     answering: float = 0.0
+    #: CPU seconds the process had used when every port answered (robust to other load on the machine).
+    cpu_at_answer: float = 0.0
 
     def url(self, name: str) -> str:
         """Return the base URL of one port."""
@@ -134,6 +136,7 @@ def start_serve(extra: Sequence[str] = (), *, timeout: float = 30.0, quiet: bool
         served.stop()
         raise
     served.answering = time.monotonic()
+    served.cpu_at_answer = cpu_seconds(proc.pid)
     return served
 
 
@@ -150,6 +153,7 @@ def start_echo(names: Sequence[str] = ("echo",), *, timeout: float = 30.0) -> Se
         served.stop()
         raise
     served.answering = time.monotonic()
+    served.cpu_at_answer = cpu_seconds(proc.pid)
     return served
 
 

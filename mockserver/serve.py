@@ -177,8 +177,10 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
+        for server in servers.values():
+            server.start(wait=False)  # both start at once
         for name, server in servers.items():
-            server.start()
+            server.wait_started()
             out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
         command = env_command(options.host, servers["tensorlake"].port, servers["opensandbox"].port)
         out(f'point the SDKs at these mocks with: eval "$({command})"; Ctrl-C stops')

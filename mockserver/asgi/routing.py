@@ -11,7 +11,8 @@ are candidates for every path. The candidate lists are computed once per distinc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from starlette._utils import get_route_path
@@ -19,9 +20,9 @@ from starlette.applications import Starlette
 from starlette.datastructures import URL
 from starlette.responses import RedirectResponse
 from starlette.routing import BaseRoute, Match, Router
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["IndexedRouter", "indexed_app"]
+__all__ = ["IndexedRouter", "OnFirstCall", "indexed_app"]
 
 #: How many leading path segments the index looks at.
 _DEPTH = 2
@@ -71,7 +72,7 @@ class IndexedRouter(Router):
         if "router" not in scope:
             scope["router"] = self
         partial = None
-        partial_scope: dict[str, Any] = {}
+        partial_scope: Any = {}
         for route in self.candidates(get_route_path(scope)):
             match, child_scope = route.matches(scope)
             if match is Match.FULL:
@@ -119,3 +120,23 @@ def indexed_app(routes: Sequence[BaseRoute], exception_handlers: dict[Any, Any] 
     app = Starlette(routes=list(routes), exception_handlers=exception_handlers)
     app.router = IndexedRouter(app.router.routes, redirect_slashes=app.router.redirect_slashes)
     return app
+
+
+class OnFirstCall:
+    """An ASGI app built by ``factory`` when its first request arrives (a part most runs never use loads late)."""
+
+    def __init__(self, factory: Callable[[], ASGIApp]) -> None:
+        self._factory = factory
+        self._app: ASGIApp | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> ASGIApp:
+        """Return the app, building it now if need be."""
+        if self._app is None:
+            with self._lock:
+                if self._app is None:
+                    self._app = self._factory()
+        return self._app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.get()(scope, receive, send)

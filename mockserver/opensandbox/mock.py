@@ -17,6 +17,7 @@ from typing import Any
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
+from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
 from mockserver.core.changes import Persistent
 from mockserver.sandbox.network import HttpTable
@@ -32,9 +33,6 @@ from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes import admin
-from .routes.egress import EgressContext, egress_routes
-from .routes.execd import ExecdContext, execd_routes
-from .routes.files import file_routes
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
@@ -98,9 +96,9 @@ class OpenSandboxMock(HttpMock):
             self.clock, self.ids, self.dns, enforcement_mode, runner_factory or self.make_runner
         )
         self.catalogue = FaultCatalogue(self)
-        services = {
-            EXECD_PORT: service_router([*self.execd_routes(), *file_routes()]),
-            EGRESS_PORT: service_router(self.egress_routes()),
+        services: dict[int, ASGIApp] = {  # each built on its first request
+            EXECD_PORT: OnFirstCall(lambda: service_router([*self.execd_routes(), *self.file_routes()])),
+            EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),
         }
         ports = PortContext(self.state, self.config, services)
         self.proxy_app = PortDispatcher(ports, via_proxy=True)
@@ -114,10 +112,20 @@ class OpenSandboxMock(HttpMock):
 
     def execd_routes(self) -> list[BaseRoute]:
         """Return execd's command, session and metrics routes."""
+        from .routes.execd import ExecdContext, execd_routes
+
         return execd_routes(ExecdContext(self.state, self.clock, self.ids, self.commands))
+
+    def file_routes(self) -> list[BaseRoute]:
+        """Return execd's file routes."""
+        from .routes.files import file_routes
+
+        return file_routes()
 
     def egress_routes(self) -> list[BaseRoute]:
         """Return the egress sidecar's routes."""
+        from .routes.egress import EgressContext, egress_routes
+
         return egress_routes(EgressContext(self.config))
 
     # -- HttpMock hooks ----------------------------------------------------------------------------

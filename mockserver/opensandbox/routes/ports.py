@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Router
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.routing import IndexedRouter
@@ -55,7 +55,7 @@ class PortContext:
 
     state: OpenSandboxState
     config: ServerConfig
-    services: Mapping[int, Router]
+    services: Mapping[int, ASGIApp]
 
 
 def _header(scope: Scope, name: str) -> str | None:

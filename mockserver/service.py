@@ -12,7 +12,6 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
@@ -21,6 +20,7 @@ from mockserver.admin.guard import AdminGuard
 from mockserver.admin.routes import admin_routes
 from mockserver.asgi.middleware import FaultMiddleware, JournalMiddleware
 from mockserver.asgi.render import api_error_handler
+from mockserver.asgi.routing import indexed_app
 from mockserver.asgi.server import MockServer
 from mockserver.core.errors import ApiError
 from mockserver.core.mock import MockCore
@@ -56,7 +56,7 @@ class HttpMock(MockCore):
 
     def build_app(self) -> ASGIApp:
         """Build the provider's ASGI app: admin and provider routes, wrapped in faults and journal."""
-        app = Starlette(routes=[*self.admin_routes(), *self.routes()], exception_handlers=self.exception_handlers())
+        app = indexed_app([*self.admin_routes(), *self.routes()], self.exception_handlers())
         return self.wrap(app)
 
     @functools.cached_property

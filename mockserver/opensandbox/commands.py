@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
-from mockserver.sandbox import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Exit, Output, Sleep, Step
 
@@ -60,6 +59,8 @@ RunnerFactory = Callable[[SandboxRecord, PolicyGate], Runner]
 
 def emulator_runner(sb: SandboxRecord, gate: PolicyGate, http: HttpTable | None = None) -> Runner:
     """Bind the shared command emulator to a sandbox's filesystem and egress gate."""
+    from mockserver.sandbox.commands import CommandEmulator
+
     return CommandEmulator(sb.fs, gate=gate, http=http or HttpTable())
 
 

@@ -19,7 +19,9 @@ from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
 from mockserver.admin.catalogue import NamedFault
+from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
+from mockserver.core.changes import Persistent
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
@@ -34,9 +36,6 @@ from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes import admin
-from .routes.egress import EgressContext, egress_routes
-from .routes.execd import ExecdContext, execd_routes
-from .routes.files import file_routes
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
@@ -103,9 +102,9 @@ class OpenSandboxMock(HttpMock):
             self.clock, self.ids, self.dns, enforcement_mode, runner_factory or self.make_runner
         )
         self.catalogue = FaultCatalogue(self)
-        services = {
-            EXECD_PORT: service_router([*self.execd_routes(), *file_routes()]),
-            EGRESS_PORT: service_router(self.egress_routes()),
+        services: dict[int, ASGIApp] = {  # each built on its first request
+            EXECD_PORT: OnFirstCall(lambda: service_router([*self.execd_routes(), *self.file_routes()])),
+            EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),
         }
         ports = PortContext(self.state, self.config, services)
         self.proxy_app = PortDispatcher(ports, via_proxy=True)
@@ -119,10 +118,20 @@ class OpenSandboxMock(HttpMock):
 
     def execd_routes(self) -> list[BaseRoute]:
         """Return execd's command, session and metrics routes."""
+        from .routes.execd import ExecdContext, execd_routes
+
         return execd_routes(ExecdContext(self.state, self.clock, self.ids, self.commands))
+
+    def file_routes(self) -> list[BaseRoute]:
+        """Return execd's file routes."""
+        from .routes.files import file_routes
+
+        return file_routes()
 
     def egress_routes(self) -> list[BaseRoute]:
         """Return the egress sidecar's routes."""
+        from .routes.egress import EgressContext, egress_routes
+
         return egress_routes(EgressContext(self.config))
 
     # -- HttpMock hooks ----------------------------------------------------------------------------
@@ -156,6 +165,10 @@ class OpenSandboxMock(HttpMock):
         """Return ``/_mock/opensandbox/...`` helpers (OOM-kill, fail)."""
         return admin.admin_routes(self.state)
 
+    def persistent(self) -> Persistent:
+        """Return the model store a durable store keeps record by record."""
+        return self.state
+
     def on_clock_advance(self) -> None:
         """Finish due transitions and expire sandboxes."""
         self.state.refresh()
@@ -170,7 +183,7 @@ class OpenSandboxMock(HttpMock):
 
     def wrap(self, app: ASGIApp) -> ASGIApp:
         """Put the request-id and auth layer outside the core's fault and journal layers."""
-        return RequestGate(super().wrap(app), self.config.access, lambda: self.ids.uuid4().replace("-", ""))
+        return RequestGate(super().wrap(app), self.config.access, self.ids.uuid4_hex)
 
     # -- conveniences for tests ------------------------------------------------------------------
 

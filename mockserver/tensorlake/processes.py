@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mockserver.core.clock import VirtualClock
-from mockserver.sandbox.commands import CommandEmulator
 from mockserver.sandbox.steps import Exit, Output, Sleep
 
 from .model.daemon import CommandSpec, Daemon, ProcessRecord
 from .model.records import Sandbox
+
+if TYPE_CHECKING:
+    from mockserver.sandbox.commands import CommandEmulator
 
 __all__ = ["EmulatorRuntime", "ProcessRuntime"]
 

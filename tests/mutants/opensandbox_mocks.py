@@ -205,12 +205,15 @@ class _GhostState(OpenSandboxState):
         with self.lock:
             self.refresh()
             added = [key for key in ghosts if key not in self.sandboxes]
-            self.sandboxes.update({key: ghosts[key] for key in added})
+            for key in added:
+                self.sandboxes[key] = ghosts[key]
+                self.index.put(ghosts[key])
             try:
                 return super().list(tenant, states, metadata, page, page_size)
             finally:
                 for key in added:
                     self.sandboxes.pop(key, None)
+                    self.index.drop(key)
 
 
 class _OldestFirstState(OpenSandboxState):

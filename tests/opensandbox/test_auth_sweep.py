@@ -15,6 +15,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
+from mockserver.asgi.routing import OnFirstCall
 from mockserver.opensandbox import ANY_KEY, OpenSandboxMock
 from mockserver.opensandbox.model.auth import ADMIN_PREFIX, EXEMPT_PATHS, KeyOption
 from mockserver.opensandbox.routes.ports import PortDispatcher
@@ -53,7 +54,8 @@ def _starlette(app: Any) -> Starlette:
 def _leaves(routes: list[BaseRoute], prefix: str = "") -> Iterator[Leaf]:
     for route in routes:
         if isinstance(route, Mount) and isinstance(route.app, PortDispatcher):
-            for port, router in route.app.ctx.services.items():
+            for port, service in route.app.ctx.services.items():
+                router: Any = service.get() if isinstance(service, OnFirstCall) else service
                 mount = prefix + route.path.replace("{port:int}", str(port))
                 yield from _leaves(router.routes, mount)
         elif isinstance(route, Route):

@@ -21,6 +21,7 @@ sandbox that does not exist, so another tenant cannot even learn that the sandbo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -97,6 +98,7 @@ def invalid_secure_access() -> ApiError:
     return ApiError(401, "MISSING_OR_INVALID_SECURE_ACCESS", "Secure access token is missing or invalid.")
 
 
+@functools.lru_cache(maxsize=4096)
 def key_tenant(key: str) -> str:
     """Return the tenant a key names in any-key mode: ``key-`` and a hash of the key, never the key itself."""
     return "key-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -53,9 +53,8 @@ def oom_kill(state: OpenSandboxState, sandbox_id: str, wording: str | None = Non
 def oom_on_next_exec(state: OpenSandboxState, sandbox_id: str, wording: str | None = None) -> SandboxRecord:
     """Arm an OOM kill on the sandbox's next ``POST /command``: it answers 502 and the sandbox turns Failed."""
     name = _wording(state, wording)
-    sb = _live(state, sandbox_id)
-    sb.oom_on_next_exec = name
-    return sb
+    _live(state, sandbox_id)
+    return state.oom_on_next_exec(sandbox_id, name)
 
 
 def fail_next_transition(
@@ -70,7 +69,9 @@ def fail_next_transition(
         raise ApiError(400, "invalid_operation", f"operation must be one of {list(TRANSITIONS)}, not {operation!r}")
     sb = _live(state, sandbox_id)
     default_reason, default_message = state.profile.failed_status()
-    sb.fail_next[operation] = (reason or default_reason, message or default_message)
+    with state.lock:
+        sb.fail_next[operation] = (reason or default_reason, message or default_message)
+        state.changed(sb)
     return sb
 
 
@@ -82,7 +83,10 @@ def hold_command_running(state: OpenSandboxState, sandbox_id: str | None = None,
         with state.lock:
             state.command_holds.append(polls)
     else:
-        _live(state, sandbox_id).hold_next_command = polls
+        sb = _live(state, sandbox_id)
+        with state.lock:
+            sb.hold_next_command = polls
+            state.changed(sb)
     return polls
 
 
@@ -94,6 +98,5 @@ def recover(state: OpenSandboxState, sandbox_id: str) -> SandboxRecord:
 
 def expire(state: OpenSandboxState, sandbox_id: str) -> None:
     """Make a sandbox reach its expiry now (a GET then answers 404)."""
-    sb = _live(state, sandbox_id)
-    sb.expires_at = state.clock.now()
-    state.refresh()
+    _live(state, sandbox_id)
+    state.expire(sandbox_id)

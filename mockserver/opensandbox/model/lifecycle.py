@@ -103,8 +103,7 @@ def metrics_event(state: OpenSandboxState, body: Any) -> None:
     else:
         check.boolean(data["success"], ["body", "success"])
     check.raise_if_any()
-    with state.lock:
-        state.metrics_events.append(data)
+    state.add_metrics_event(data)
 
 
 def create_sandbox(
@@ -124,8 +123,8 @@ def create_sandbox(
 
 
 def get_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> dict[str, Any]:
-    """Return one sandbox's body; 404 for an unknown one or another tenant's."""
-    return state.find(sandbox_id, tenant).to_json()
+    """Return one sandbox's body (cached per revision: read-only); 404 for an unknown one or another tenant's."""
+    return state.wire(state.find(sandbox_id, tenant))
 
 
 def list_sandboxes(state: OpenSandboxState, tenant: str, query: Query) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.opensandbox import NetworkPolicy
+from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
 from .profiles import DOCKER
@@ -118,6 +119,9 @@ class SandboxRecord:
     :mod:`.faults`: ``oom_on_next_exec`` (an OOM wording name; ``""`` is the runtime's own), ``fail_next``
     (pause or resume -> the failed status it ends in; ``pending_failure`` while it settles) and
     ``hold_next_command`` (how many status polls the next command reports running).
+
+    ``rev`` counts the changes a rule made (:meth:`~.state.OpenSandboxState.changed`); ``wire_cache`` holds the
+    lifecycle body of one revision.
     """
 
     id: str
@@ -140,6 +144,8 @@ class SandboxRecord:
     fail_next: dict[str, tuple[str, str]] = field(default_factory=dict)
     pending_failure: tuple[str, str] | None = None
     hold_next_command: int = 0
+    rev: int = field(default=0, compare=False)
+    wire_cache: tuple[int, WireDict] | None = field(default=None, init=False, repr=False, compare=False)
 
     def set_state(self, state: str, reason: str, message: str, now: float) -> None:
         """Move to ``state`` and stamp the transition."""
@@ -190,9 +196,9 @@ class SandboxRecord:
         for cmd in self.commands.values():
             cmd.cancel()
 
-    def dump(self) -> dict[str, Any]:
-        """Return the sandbox for a state snapshot."""
-        return {
+    def dump(self, *, with_fs: bool = True) -> dict[str, Any]:
+        """Return the sandbox for a state snapshot (without its filesystem when ``with_fs`` is false)."""
+        out = {
             "id": self.id,
             "tenant": self.tenant,
             "created_at": self.created_at,
@@ -208,7 +214,6 @@ class SandboxRecord:
                 "platform": self.spec.platform,
                 "policy": None if self.spec.policy is None else self.spec.policy.to_json(),
             },
-            "fs": self.fs.dump(),
             "state": self.state,
             "reason": self.reason,
             "message": self.message,
@@ -225,6 +230,9 @@ class SandboxRecord:
             "pending_failure": None if self.pending_failure is None else list(self.pending_failure),
             "hold_next_command": self.hold_next_command,
         }
+        if with_fs:
+            out["fs"] = self.fs.dump()
+        return out
 
     @classmethod
     def load(cls, data: dict[str, Any], now: Callable[[], float]) -> SandboxRecord:
@@ -308,22 +316,30 @@ class SnapshotRecord:
         out["createdAt"] = iso(self.created_at)
         return out
 
+    def dump(self) -> dict[str, Any]:
+        """Return the snapshot for a state snapshot."""
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "sandbox_id": self.sandbox_id,
+            "name": self.name,
+            "created_at": self.created_at,
+            "ready_at": self.ready_at,
+            "fs": self.fs,
+            "image": self.image,
+        }
+
+
+def pagination(total: int, page: int, page_size: int) -> dict[str, Any]:
+    """Return the ``pagination`` object of page ``page`` of ``total`` items."""
+    pages = math.ceil(total / page_size) if total else 0
+    return {"page": page, "pageSize": page_size, "totalItems": total, "totalPages": pages, "hasNextPage": page < pages}
+
 
 def paginate(items: list[dict[str, Any]], page: int, page_size: int) -> dict[str, Any]:
     """Return the ``{items, pagination}`` body for one page."""
-    total = len(items)
-    pages = math.ceil(total / page_size) if total else 0
     start = (page - 1) * page_size
-    return {
-        "items": items[start : start + page_size],
-        "pagination": {
-            "page": page,
-            "pageSize": page_size,
-            "totalItems": total,
-            "totalPages": pages,
-            "hasNextPage": page < pages,
-        },
-    }
+    return {"items": items[start : start + page_size], "pagination": pagination(len(items), page, page_size)}
 
 
-__all__ = ["ECHOED_EXTENSION_PREFIX", "CommandRecord", "SandboxRecord", "SnapshotRecord", "paginate"]
+__all__ = ["ECHOED_EXTENSION_PREFIX", "CommandRecord", "SandboxRecord", "SnapshotRecord", "paginate", "pagination"]

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from mockserver.asgi.middleware import notes
+from mockserver.asgi.render import JsonBody
 
 from .. import openapi
 from ..model import egress, endpoints, lifecycle
@@ -79,10 +80,10 @@ def lifecycle_routes(ctx: LifecycleContext) -> list[BaseRoute]:
         return JSONResponse(answer, status_code=202)
 
     async def list_sandboxes(request: Request) -> Response:
-        return JSONResponse(lifecycle.list_sandboxes(state, tenant_of(request), request.query_params.multi_items()))
+        return JsonBody(lifecycle.list_sandboxes(state, tenant_of(request), request.query_params.multi_items()))
 
     async def get(request: Request) -> Response:
-        return JSONResponse(lifecycle.get_sandbox(state, tenant_of(request), _sandbox_id(request)))
+        return JsonBody(lifecycle.get_sandbox(state, tenant_of(request), _sandbox_id(request)))
 
     async def delete(request: Request) -> Response:
         lifecycle.delete_sandbox(state, tenant_of(request), _sandbox_id(request))

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Router
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mockserver.asgi.middleware import notes
+from mockserver.asgi.routing import IndexedRouter
 from mockserver.core import ApiError
 
 from ..model.auth import API_KEY_HEADER, SECURE_ACCESS_HEADER
@@ -45,7 +46,7 @@ async def _not_served(scope: Scope, receive: Receive, send: Send) -> None:
 
 def service_router(routes: Sequence[BaseRoute]) -> Router:
     """Return the router of one port's service (a path it does not serve: 404, or close 4404 for a WebSocket)."""
-    return Router(routes=list(routes), default=_not_served)
+    return IndexedRouter(routes=list(routes), default=_not_served)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class PortContext:
 
     state: OpenSandboxState
     config: ServerConfig
-    services: Mapping[int, Router]
+    services: Mapping[int, ASGIApp]
 
 
 def _header(scope: Scope, name: str) -> str | None:

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mockserver.asgi.render import JsonBody
 from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
 
@@ -55,7 +56,7 @@ def render(answer: Answer) -> Response:
     """Return a lifecycle answer as an HTTP response (JSON body, or none)."""
     if answer.body is None:
         return Response(status_code=answer.status)
-    return JSONResponse(answer.body, status_code=answer.status)
+    return JsonBody(answer.body, status_code=answer.status)
 
 
 def query_lists(request: Request) -> Mapping[str, list[str]]:

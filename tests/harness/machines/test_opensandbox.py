@@ -48,6 +48,7 @@ def test_the_real_mock_passes_without_the_admin_api() -> None:
         assert mock.sandbox_ids() == [], "the programs must delete what they created"
 
 
+@pytest.mark.catalogue
 @pytest.mark.parametrize("mutant", MOCK_MUTANTS, ids=lambda m: m.name)
 def test_the_machine_kills_the_mutant(mutant: MockMutant) -> None:
     failure: BaseException | None = None

@@ -57,6 +57,7 @@ def test_there_are_enough_distinct_registered_mutants() -> None:
     assert {f"{SUITE}:{mutant_name(m)}" for m in MUTANTS} <= set(registered)
 
 
+@pytest.mark.catalogue
 @pytest.mark.parametrize("mutant", MUTANTS, ids=_name)
 def test_the_machine_kills_the_mutant(mutant: type[MutantMock]) -> None:
     kill = kills_mutant(mutant.__name__, mutant)

@@ -61,17 +61,26 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# The unit suite on every core (pytest-xdist). Tests marked `catalogue` re-judge the mutants of tests/mutants one by
+# one; `make contracts-mock` judges the whole catalogue (and fails on a survivor), so `make test` runs them once.
+# UNIT_ARGS= runs everything in one process.
+UNIT_ARGS ?= -n auto -m "not catalogue"
 unit: install system-deps
 	SANDPROOF_CHROMIUM=$(CHROMIUM) SANDPROOF_REQUIRE_CHROMIUM=1 HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) \
-		$(PY) -m pytest -q --junitxml=reports/junit.xml
+		$(PY) -m pytest -q $(UNIT_ARGS) --junitxml=reports/junit.xml
 
 bench-smoke: $(STAMP) system-deps
 	$(PY) bench/run_all.py --smoke
 
 # The contract suite against the in-process mocks, with its fidelity report.
+# The suite and the mutation report are independent: they run side by side (one core each), the report's output
+# printed after the suite's.
 contracts-mock: install
-	$(VENV)/bin/sandproof check --target mock --profile $(HYPOTHESIS_PROFILE) --report reports/contracts -q
-	$(PY) -m tests.mutants --report reports/contracts
+	@mkdir -p reports/contracts
+	@$(PY) -m tests.mutants --report reports/contracts > reports/contracts/mutants.log 2>&1 & mutants=$$!; \
+	$(VENV)/bin/sandproof check --target mock --profile $(HYPOTHESIS_PROFILE) --report reports/contracts -q; suite=$$?; \
+	wait $$mutants; report=$$?; cat reports/contracts/mutants.log; \
+	test $$suite -eq 0 && test $$report -eq 0
 
 test: lint unit contracts-mock bench-smoke
 

@@ -141,9 +141,12 @@ def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
 
 
 def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
-    """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given."""
+    """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given.
+
+    With a state file, every request's changes are committed to it (SQLite, see :mod:`mockserver.state_db`)
+    before its response goes out; a JSON state file of an older version is imported first.
+    """
     from mockserver.asgi.server import MockServer
-    from mockserver.state_file import StateSaver, load_state
 
     if not is_loopback(options.host) and not options.admin_token:
         raise ServeError(
@@ -158,13 +161,24 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         execd_token=options.execd_token,
         runtime=options.runtime,
     )
-    state_path = Path(options.state_file) if options.state_file else None
-    if state_path is not None and load_state(state_path, mocks):
-        out(f"restored state from {state_path}")
+    store = None
+    apps = {name: mock.app for name, mock in mocks.items()}
+    if options.state_file:
+        from mockserver.asgi.commit import CommitBeforeSend
+        from mockserver.state_db import StateStore
+
+        store = StateStore(Path(options.state_file), mocks)
+        try:
+            opened = store.open()
+        except ValueError as exc:
+            raise ServeError(str(exc)) from exc
+        if opened:
+            out(opened)
+        apps = {name: CommitBeforeSend(mock.app, store.commit, mock.touched_by_request) for name, mock in mocks.items()}
     ports = {"tensorlake": options.tensorlake_port, "opensandbox": options.opensandbox_port}
     servers = {
         name: MockServer(
-            mock.app,
+            apps[name],
             host=options.host,
             port=ports[name],
             timeout_keep_alive=options.keep_alive,
@@ -173,25 +187,24 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         )
         for name, mock in mocks.items()
     }
-    saver = StateSaver(state_path, mocks) if state_path is not None else None
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
+        for server in servers.values():
+            server.start(wait=False)  # both start at once
         for name, server in servers.items():
-            server.start()
+            server.wait_started()
             out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
-        if saver is not None:
-            saver.start()
         command = env_command(options.host, servers["tensorlake"].port, servers["opensandbox"].port)
         out(f'point the SDKs at these mocks with: eval "$({command})"; Ctrl-C stops')
         stop.wait()
     finally:
         for server in servers.values():
             server.stop()
-        if saver is not None:
-            saver.stop()
-            out(f"state saved to {state_path}")
+        if store is not None:
+            store.close()
+            out(f"state saved to {options.state_file}")
         for mock in mocks.values():
             mock.close()
     return 0

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import abc
 import functools
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from mockserver.admin.catalogue import NamedFault
 from mockserver.admin.guard import AdminGuard
 from mockserver.admin.routes import admin_routes
 from mockserver.asgi.middleware import FaultMiddleware, JournalMiddleware
 from mockserver.asgi.render import api_error_handler
+from mockserver.asgi.routing import indexed_app
 from mockserver.asgi.server import MockServer
 from mockserver.core.errors import ApiError
 from mockserver.core.mock import MockCore
@@ -40,9 +42,13 @@ class HttpMock(MockCore):
         """Return provider-specific admin routes (mounted under ``/_mock``)."""
         return []
 
+    def named_faults(self) -> Mapping[str, NamedFault]:
+        """Return the provider's named fault catalogue (served under ``/_mock/faults/catalogue``)."""
+        return {}
+
     def admin_routes(self) -> list[BaseRoute]:
         """Return the admin service's routes, already prefixed with ``/_mock``."""
-        return admin_routes(self, self.extra_admin_routes())
+        return admin_routes(self, self.extra_admin_routes(), self.named_faults())
 
     def exception_handlers(self) -> dict[Any, Any]:
         """Return the Starlette exception handlers; the default renders :class:`ApiError`."""
@@ -50,7 +56,7 @@ class HttpMock(MockCore):
 
     def build_app(self) -> ASGIApp:
         """Build the provider's ASGI app: admin and provider routes, wrapped in faults and journal."""
-        app = Starlette(routes=[*self.admin_routes(), *self.routes()], exception_handlers=self.exception_handlers())
+        app = indexed_app([*self.admin_routes(), *self.routes()], self.exception_handlers())
         return self.wrap(app)
 
     @functools.cached_property

@@ -4,6 +4,10 @@
 moves on its own; without it, the sandboxes are labelled or tracked and deleted afterwards), runs the
 workload, projects the history per sandbox, checks every sandbox's sub-history against the provider's model
 and returns a :class:`ConcurrencyResult` with the counts, the timings and, on failure, the witnesses.
+
+The contract is tagged per provider (:data:`CONTRACTS`, suite ``concurrency``): for TensorLake it is ``spec``
+from the networking page's atomic policy swap (no reader sees a half-applied policy); for OpenSandbox ``spec``
+from the egress document's merge into the currently enforced policy (no merge is lost).
 """
 
 from __future__ import annotations
@@ -13,15 +17,29 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from harness.concurrency.history import History, dump_operations
 from harness.concurrency.linearizability import DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT, check_history
 from harness.concurrency.workload import Driver, EgressProbe, SandboxPool, project, run_clients
+from harness.strength import Contract, define, spec
 
-__all__ = ["MUTANT_SEED", "PROVIDERS", "ConcurrencyResult", "check_mock", "kills_mutant", "make_driver", "run_provider"]
+if TYPE_CHECKING:
+    from harness.reporting.mutation import Kill
+
+__all__ = [
+    "CONTRACTS",
+    "MUTANT_SEED",
+    "PROVIDERS",
+    "SUITE",
+    "ConcurrencyResult",
+    "check_mock",
+    "kills_mutant",
+    "make_driver",
+    "run_provider",
+]
 
 PROVIDERS = ("tensorlake", "opensandbox")
 #: How many witnesses a report prints in full.
@@ -30,6 +48,25 @@ WITNESSES_SHOWN = 3
 MUTANT_SEED = 11
 MUTANT_CLIENTS = 4
 MUTANT_OPERATIONS = 300
+
+SUITE = "concurrency"
+#: The concurrency contract of each provider.
+CONTRACTS: dict[str, Contract] = {
+    "tensorlake": define(
+        SUITE,
+        "tensorlake_linearizable",
+        spec("tl.update.atomic", "tl.update.replace"),
+        "Concurrent clients see every TensorLake sandbox change atomically: each history (create, GET, list, "
+        "delete, PATCH network in its three forms) is linearizable, so no reader sees a half-applied policy.",
+    ),
+    "opensandbox": define(
+        SUITE,
+        "opensandbox_linearizable",
+        spec("os.merge", "os.merge.existing-remain", "os.delete.removes"),
+        "Concurrent clients see every OpenSandbox sandbox and egress policy change atomically: each history "
+        "(create, GET, list, delete, GET/PATCH/DELETE /policy) is linearizable, so no merge is lost.",
+    ),
+}
 
 
 @dataclass
@@ -206,6 +243,12 @@ def check_mock(
         server.stop()
 
 
-def kills_mutant(name: str, factory: Any) -> bool:
-    """Tell whether the concurrency contract rejects a mutant mock (a judge for :mod:`harness.reporting.mutation`)."""
-    return not check_mock(factory()).passed
+def kills_mutant(name: str, factory: Any) -> Kill | None:
+    """Return what kills a mutant mock (a judge for :mod:`harness.reporting.mutation`): its provider's contract."""
+    from harness.reporting.mutation import Kill
+
+    mock = factory()
+    if check_mock(mock).passed:
+        return None
+    contract = CONTRACTS[mock.provider]
+    return Kill(contract.name, contract.strength)

@@ -10,7 +10,8 @@ create, GET, list, delete, and the egress sidecar's GET, PATCH (merge) and DELET
 Budget from the Hypothesis profile: ``max(50, 1.5 * max_examples)`` operations per client (``ci``: 90).
 With the ``/_mock`` admin API the target is reset and its clock held (manual) for the run, and error codes
 are compared too; without it the run deletes what it created. The seed is ``--hypothesis-seed`` when given,
-else random; a failure prints it with the replay command and the witnesses (see ``docs/harness.md``). With
+else random; a failure prints it with the replay command and the witnesses (see ``docs/harness.md``). The outcome
+is recorded under the provider's tagged contract (:data:`harness.concurrency.runner.CONTRACTS`, ``spec``). With
 ``--sandproof-report=DIR`` each provider's history and verdicts go to ``DIR/concurrency-<provider>.json``.
 Under ``--sandproof-runtime=linux`` on the in-process mock target, every policy change that returned is
 followed by an egress probe from inside the sandbox (:mod:`harness.concurrency.egress_probe`): a connection
@@ -24,9 +25,10 @@ import secrets
 import pytest
 from hypothesis import settings
 
-from harness.concurrency.runner import PROVIDERS, run_provider
+from harness.concurrency.runner import CONTRACTS, PROVIDERS, run_provider
 from harness.concurrency.workload import EgressProbe
 from harness.plugin import sandproof_state
+from harness.strength import record
 from harness.targets import Target
 
 MIN_PER_CLIENT = 50
@@ -98,5 +100,7 @@ def test_concurrent_histories_are_linearizable(
         counts = f"{getattr(probe, 'probes', 0)} probes, {getattr(probe, 'conclusive', 0)} conclusive"
         print(f"egress probes: {counts}, {len(result.probe_findings)} found a denied destination reachable")
         request.node.user_properties.append(("egress_probes", counts))
+    witnesses = "\n\n".join(result.witnesses[:1] + result.probe_findings[:1]) or None
+    record(CONTRACTS[provider], result.passed, witnesses, result.summary())
     assert result.histories > 0, f"the workload checked no sandbox history: {result.summary()}"
     assert result.passed, f"{result.report()}\n\nreplay (the thread interleaving will differ): {replay}"

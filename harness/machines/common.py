@@ -1,7 +1,11 @@
-"""What the OpenSandbox and TensorLake API machines share: handles, violations, diffs, settings and seeded runs.
+"""What the OpenSandbox and TensorLake API machines share: handles, violations, tagged checks, diffs, settings, runs.
 
-Each machine's driver keeps its own defaults (step counts, replay notes) and calls these helpers; the contract
-test modules use :func:`contract_params` and :func:`admin_session` for their parameters and admin fixture.
+Every assertion of a machine is a tagged contract (:mod:`harness.strength`): :func:`add_contract` defines one in
+its module's ``CONTRACTS`` and :func:`hold` checks it, recording the outcome in the test's ledger and raising
+:class:`ContractViolation` when it fails the run (a differing ``choice`` returns False instead, and the machine
+goes on predicting from its model). :func:`judge` runs a machine against a mutant inside a ledger and says what
+killed it. Each machine's driver keeps its own defaults (step counts, replay notes) and calls these helpers; the
+contract test modules use :func:`contract_params` and :func:`admin_session` for their parameters and admin fixture.
 """
 
 from __future__ import annotations
@@ -18,31 +22,80 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from harness.reporting.progress import PROGRESS
+from harness.strength import Basis, Contract, breach, define, ledger, record
 
 if TYPE_CHECKING:
+    from harness.reporting.mutation import Kill
     from harness.targets import Target
     from mockserver.admin.client import AdminClient
 
 __all__ = [
     "ContractViolation",
     "Handle",
+    "add_contract",
     "admin_session",
     "contract_params",
     "derive_settings",
     "diff",
+    "hold",
     "json_body",
+    "judge",
     "run_seeded",
     "when_enabled",
 ]
 
 
 class ContractViolation(AssertionError):
-    """Raise when the target's answer differs from the model's prediction; ``rule`` names the step."""
+    """Raise when the target's answer differs from the model's prediction; ``rule`` names the step.
+
+    :func:`hold` sets ``contract`` to the tagged contract that failed (None for a violation raised outside it).
+    """
 
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"[{rule}] {message}")
         self.rule = rule
         PROGRESS.failure()
+        self.contract: Contract | None = None
+
+
+def add_contract(book: dict[str, Contract], suite: str, name: str, basis: Basis, summary: str) -> Contract:
+    """Define the contract ``suite:name`` and keep it in ``book`` (a module's ``CONTRACTS``) under its name."""
+    contract = define(suite, name, basis, summary)
+    book[name] = contract
+    return contract
+
+
+def hold(contract: Contract, ok: bool, rule: str, message: str, evidence: str | None = None) -> bool:
+    """Record one check of ``contract``; True when it holds.
+
+    When it does not: record the failure with ``evidence`` as its counterexample, raise :class:`ContractViolation`
+    naming ``rule`` when the contract fails the run under the current mode, and return False for a differing
+    choice (the caller goes on, predicting from its model).
+    """
+    if ok:
+        record(contract, True)
+        return True
+    breach(contract, message, evidence, error=lambda text: ContractViolation(rule, text))
+    return False
+
+
+def judge(run: Callable[[], BaseException | str | None]) -> Kill | None:
+    """Run one machine program set against a mutant inside a default-mode ledger; return what killed it.
+
+    ``run`` returns the failure (an exception, or its text) or None. A failure names its contract and strength
+    (``untagged`` when none is attached); without one, a choice recorded as differing is a ``choice`` kill.
+    """
+    from harness.reporting.mutation import Kill
+
+    with ledger(strict=False) as book:
+        failure = run()
+    if failure is not None:
+        contract = getattr(failure, "contract", None)
+        if isinstance(contract, Contract):
+            return Kill(contract.name, contract.strength)
+        return Kill(str(failure).split("]", 1)[0].lstrip("[") if isinstance(failure, str) else "", "untagged")
+    differing = [o for o in book.outcomes if o.status == "differs"]
+    return Kill(differing[0].contract.split(":", 1)[-1], "choice") if differing else None
 
 
 @dataclass(repr=False)

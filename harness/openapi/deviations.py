@@ -165,8 +165,9 @@ SCHEMA_DEVIATIONS: tuple[SchemaDeviation, ...] = (
         _POOLS_TEMPLATES,
         ("not_a_server_error",),
         "documented",
-        "the Docker runtime answers the documented 501 `SANDBOX::API_NOT_SUPPORTED`",
-        "the same 501",
+        "the Docker runtime answers the documented 501, `KUBERNETES::POOL_NOT_SUPPORTED` for pools and "
+        "`FSB::API_NOT_SUPPORTED` for templates, after validating a create or update body (422)",
+        "the same 422s and 501s",
         "Pools and templates need the Kubernetes runtime. The 501 is documented; status, content type and "
         "body are still checked.",
     ),
@@ -193,8 +194,8 @@ SCHEMA_DEVIATIONS: tuple[SchemaDeviation, ...] = (
         _EXECD_RUNTIME_ERRORS,
         ("not_a_server_error",),
         "documented",
-        "answers its documented 500 `RUNTIME_ERROR` for what the operating system refuses: a missing `cwd`, an "
-        "unknown session, a directory given to `DELETE /files`, `chmod` of a missing file, moving `/`, a path "
+        "answers its documented 500 `RUNTIME_ERROR` for what the operating system refuses: a session's missing "
+        "`cwd` (a command's is a 400 since execd 1.0.11), an unknown session, a directory given to `DELETE /files`, `chmod` of a missing file, moving `/`, a path "
         "with a NUL byte (EINVAL), …",
         "the same 500s",
         "execd's error model: request-shape errors are 400, failures of the underlying system call are 500. The "

@@ -5,11 +5,11 @@ repository keeps as ``docs/contracts.md`` (a test checks it is current). The con
 (:mod:`harness.strength`: the ``CONTRACTS`` mapping of each module in :data:`CONTRACT_MODULES`); the sentences from
 :mod:`harness.strength.sources`; the mutants from a catalogue, a callable returning
 :class:`harness.reporting.mutation.Family` objects (sandproof's own: ``tests.mutants.__main__:families``),
-each mutant naming the check or rule group aimed at it (``caught_by``, or ``operation`` for a mock).
+each mutant naming the contract aimed at it (``contract``, else ``caught_by``, else a mock's ``operation``).
 
 Seed coverage is the number of testable sentences of the seed documents that a tagged contract cites, over
-all their testable sentences; the sentences only the API state machines check today count apart, until those
-machines' assertions are tagged too.
+all their testable sentences; a testable sentence no check can reach yet says why (its ``rule`` starts with
+``skipped:``) and is listed apart.
 """
 
 from __future__ import annotations
@@ -27,8 +27,23 @@ from harness.strength import DOCUMENTS, SENTENCES, STRENGTHS, Contract, Sentence
 
 __all__ = ["CONTRACT_MODULES", "Coverage", "coverage", "main", "mutants_by_contract", "render"]
 
-#: The modules whose import defines every tagged contract (API machine modules join when they are tagged).
-CONTRACT_MODULES = ("harness.policy.tensorlake.checks", "harness.policy.opensandbox", "harness.policy.sandbox_network")
+#: The modules whose import defines every tagged contract, each with its ``CONTRACTS`` mapping.
+CONTRACT_MODULES = (
+    "harness.policy.tensorlake.checks",
+    "harness.policy.opensandbox",
+    "harness.policy.sandbox_network",
+    "harness.machines.tensorlake.driver",
+    "harness.machines.tensorlake.answers",
+    "harness.machines.tensorlake.ingress",
+    "harness.machines.tensorlake.steps",
+    "harness.machines.tensorlake.machine",
+    "harness.machines.opensandbox.driver",
+    "harness.machines.opensandbox.lifecycle_rules",
+    "harness.machines.opensandbox.execd_rules",
+    "harness.machines.opensandbox.machine",
+    "harness.concurrency.runner",
+)
+SKIPPED = "skipped:"
 COMMAND = (
     "python -m harness.reporting.contracts_doc --mutants tests.mutants.__main__:families --write docs/contracts.md"
 )
@@ -43,11 +58,13 @@ def load_contracts() -> list[Contract]:
 
 
 def mutants_by_contract(families: Iterable[Any]) -> dict[str, list[str]]:
-    """Return ``suite:check`` → the names of the mutants aimed at it (``caught_by``, or a mock's ``operation``)."""
+    """Return ``suite:check`` → the names of the mutants aimed at it (``contract``, ``caught_by`` or ``operation``)."""
     found: dict[str, list[str]] = defaultdict(list)
     for family in families:
         for name, mutant in family.mutants.items():
-            aimed = getattr(mutant, "caught_by", "") or getattr(mutant, "operation", "")
+            aimed = (
+                getattr(mutant, "contract", "") or getattr(mutant, "caught_by", "") or getattr(mutant, "operation", "")
+            )
             if family.suite and aimed:
                 choice = " (choice mutant)" if getattr(mutant, "choice", "") else ""
                 found[f"{family.suite}:{aimed}"].append(name + choice)
@@ -56,20 +73,20 @@ def mutants_by_contract(families: Iterable[Any]) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class Coverage:
-    """Seed sentences: testable ones, those a tagged contract cites, and those only an API machine checks today."""
+    """Seed sentences: the testable ones, those a tagged contract cites, and those skipped with a reason."""
 
     testable: tuple[Sentence, ...]
     tagged: tuple[Sentence, ...]
-    machine_only: tuple[Sentence, ...]
+    skipped: tuple[Sentence, ...]
 
     def text(self) -> str:
         """Return the coverage as the doc states it."""
-        n, tagged, machine = len(self.testable), len(self.tagged), len(self.machine_only)
-        return (
-            f"**{tagged}/{n}** testable seed sentences have a tagged check ({tagged / max(n, 1):.0%}); "
-            f"with the {machine} that only an API state machine rule checks today (tagged in a later step): "
-            f"**{tagged + machine}/{n}** ({(tagged + machine) / max(n, 1):.0%})."
-        )
+        n, tagged = len(self.testable), len(self.tagged)
+        line = f"**{tagged}/{n}** testable seed sentences have a tagged check ({tagged / max(n, 1):.0%})"
+        if self.skipped:
+            names = ", ".join(f"`{s.id}`" for s in self.skipped)
+            line += f"; {len(self.skipped)} skipped with the reason given below ({names})"
+        return line + "."
 
 
 def _citations(found: Sequence[Contract]) -> dict[str, list[Contract]]:
@@ -80,8 +97,8 @@ def _citations(found: Sequence[Contract]) -> dict[str, list[Contract]]:
     return cited
 
 
-def _machine_rule(sentence: Sentence) -> bool:
-    return sentence.level == "api" and bool(sentence.rule) and not sentence.rule.startswith("none yet")
+def _skipped(sentence: Sentence) -> bool:
+    return sentence.level == "api" and sentence.rule.startswith(SKIPPED)
 
 
 def coverage(found: Sequence[Contract]) -> Coverage:
@@ -89,8 +106,8 @@ def coverage(found: Sequence[Contract]) -> Coverage:
     cited = _citations(found)
     testable = tuple(s for s in SENTENCES.values() if s.document.seed and s.testable)
     tagged = tuple(s for s in testable if s.id in cited)
-    machine = tuple(s for s in testable if s.id not in cited and _machine_rule(s))
-    return Coverage(testable, tagged, machine)
+    skipped = tuple(s for s in testable if s.id not in cited and _skipped(s))
+    return Coverage(testable, tagged, skipped)
 
 
 def _md(text: str) -> str:
@@ -103,9 +120,9 @@ def _checked_by(sentence: Sentence, cited: Mapping[str, list[Contract]]) -> str:
         return ", ".join(f"`{c.key}` ({c.strength})" for c in mine)
     if sentence.level == "none":
         return f"not testable: {sentence.why}"
-    if sentence.level == "api":
-        return f"API machine: {sentence.rule}" if _machine_rule(sentence) else f"**no check**: {sentence.rule}"
-    return "**no check**"
+    if _skipped(sentence):
+        return f"**skipped**: {sentence.rule.removeprefix(SKIPPED).strip()}"
+    return "**no check**" + (f" ({sentence.rule})" if sentence.rule else "")
 
 
 def _source(contract: Contract) -> str:
@@ -135,10 +152,9 @@ def _untagged_rows(found: Sequence[Contract], kills: Mapping[str, list[str]]) ->
         return []
     lines = [
         "",
-        "## API state machines (assertions not tagged yet)",
+        "## Mutants aimed at untagged checks",
         "",
-        "Their assertions fail every run, as `untagged` checks, until they are tagged. Rule group and the mock "
-        "mutants aimed at it:",
+        "These checks fail every run, as `untagged` ones. Rule group and the mutants aimed at it:",
         "",
         "| suite:rule group | mock mutants aimed at it |",
         "|---|---|",
@@ -201,7 +217,10 @@ def render(found: Sequence[Contract] | None = None, kills: Mapping[str, list[str
         "",
         "A spec contract's source lists the sentences it checks (quoted in the last section); an observed one says "
         "where it was measured; a choice gives sandproof's reason. Each mutant named is verified to fail the check "
-        "aimed at it (`tests/harness/policy/`); a choice mutant is caught only by a choice check.",
+        "aimed at it (`tests/harness/policy/`, `tests/harness/machines/`, `tests/harness/concurrency/`); a choice "
+        "mutant is caught only by a choice check. The API machines check behaviour (accepted or refused, status, "
+        "the policy by what it decides) apart from representation (exact status among equivalent ones, error code, "
+        "stored form), which is a choice unless it was specified or observed.",
     ]
     lines += _contract_rows(found, kills)
     lines += _untagged_rows(found, kills)

@@ -2,48 +2,30 @@
 
 Every module of ``mockserver.tensorlake``, ``mockserver.opensandbox`` (subpackages included) and the real runtime
 ``mockserver.linux`` may carry a paragraph that starts
-with ``Known deviations``; ``python -m harness.reporting.deviations_doc`` prints the table, ``--write PATH`` saves it (the
+with ``Known deviations`` (read by :mod:`mockserver.core.deviations`); ``python -m harness.reporting.deviations_doc`` prints the table, ``--write PATH`` saves it (the
 repository keeps it as ``docs/deviations.md``, and a test checks that file is current).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mockserver.core.deviations import deviation_text, deviations_of
+
 PACKAGES = ("mockserver.tensorlake", "mockserver.opensandbox", "mockserver.linux")
-_START = re.compile(r"^Known deviations[^:(]*(?:\([^)]*\))?:", re.MULTILINE)
 
 
 def deviation_paragraphs(package: str) -> list[tuple[str, str]]:
     """Return ``(module, text)`` for every module of ``package`` whose docstring names known deviations."""
-    found = []
-    root = importlib.import_module(package)
-    names = [package] + [m.name for m in pkgutil.walk_packages(root.__path__, prefix=f"{package}.")]
-    for name in sorted(names):
-        doc = importlib.import_module(name).__doc__ or ""
-        match = _START.search(doc)
-        if match is None:
-            continue
-        found.append((name, _section(doc[match.end() :])))
-    return found
+    return [(d.module, d.text) for d in deviations_of(package)]
 
 
 def _section(text: str) -> str:
-    """Return the deviation text after the heading: its paragraph, or the bullet list that follows it."""
-    paragraphs = text.strip("\n").split("\n\n")
-    if text.startswith("\n") or not paragraphs[0].strip():
-        paragraphs = [p for p in paragraphs if p.lstrip().startswith(("*", "-"))]
-        items = [
-            " ".join(item.split()) for p in paragraphs for item in re.split(r"^\s*[*-] ", p, flags=re.M) if item.strip()
-        ]
-        return "; ".join(items)
-    return " ".join(paragraphs[0].split())
+    """Return the deviation text after a ``Known deviations:`` heading (see :func:`deviation_text`)."""
+    return deviation_text("Known deviations:" + text) or ""
 
 
 def render() -> str:

@@ -3,7 +3,7 @@
 A :class:`Family` is a set of mutants (wrong policy engines, wrong mocks, ...) and a ``judge`` that runs the
 contracts on one mutant and says what killed it: a :class:`Kill` names the failing check and its strength
 (:mod:`harness.strength`). A mutant is killed when a check that fails a default run (``spec``, ``observed``, or
-an untagged API machine) fails on it; a mutant that differs only where the sources are silent is a *choice
+an untagged one) fails on it; a mutant that differs only where the sources are silent is a *choice
 mutant* (its ``choice`` attribute says why) and must be caught by a ``choice`` check, which fails only a
 strict run. :func:`run_families` judges every mutant, :func:`render` writes the markdown report with the score
 per strength and :func:`main` is the command line a catalogue of mutants runs (sandproof's own catalogue:
@@ -43,7 +43,8 @@ __all__ = [
 ]
 
 MutantFactory = Callable[[], object]
-Runner = Callable[[str, MutantFactory], bool]
+#: A judge of one mutant: anything truthy (a :class:`Kill`, True) when it killed it.
+Runner = Callable[[str, MutantFactory], object]
 
 #: ``"<suite>:<name>"`` → factory of every registered mutant.
 MUTANTS: dict[str, MutantFactory] = {}
@@ -81,7 +82,7 @@ def mutation_score(run: Runner, mutants: Mapping[str, MutantFactory] | None = No
 
 # --- families and the report ----------------------------------------------------------------------------
 
-#: The strength of what killed a mutant: a tagged check's strength, or ``untagged`` (an API machine run).
+#: The strength of what killed a mutant: a tagged check's strength, or ``untagged`` (a check without a tag).
 KillStrength = Literal["spec", "observed", "choice", "untagged"]
 _KILL_ORDER: tuple[KillStrength, ...] = ("spec", "observed", "untagged", "choice")
 
@@ -142,27 +143,44 @@ def _kill(results: Sequence[Any]) -> Kill | None:
     return Kill(failing[0].name, "choice") if failing else None
 
 
+def _aimed_first(engine: Any, checks: Sequence[str]) -> list[str]:
+    """Return ``checks`` with the one the mutant declares it is caught by (``caught_by``) first.
+
+    The verdict does not change (a mutant is killed by any check that fails a default run, and a choice mutant
+    still runs every check), but a mutant caught by its own check stops after one check instead of after all
+    the checks before it.
+    """
+    aimed = getattr(engine, "caught_by", "")
+    return [aimed, *(c for c in checks if c != aimed)] if aimed in checks else list(checks)
+
+
 def kills_tensorlake_engine(name: str, engine: Any) -> Kill | None:
     """Judge a TensorLake policy engine: what kills it (a check failing a default run first, else a choice)."""
-    from harness.policy.tensorlake.checks import run_checks
+    from harness.policy.tensorlake.checks import CHECKS, run_checks
 
-    return _kill(run_checks(engine, max_examples=60, fail_fast=True, shrink=False))
+    order = _aimed_first(engine, list(CHECKS))
+    return _kill(run_checks(engine, max_examples=60, only=order, fail_fast=True, shrink=False))
 
 
 def kills_opensandbox_engine(name: str, engine: Any) -> Kill | None:
     """Judge an OpenSandbox policy engine: what kills it (a check failing a default run first, else a choice)."""
-    from harness.policy.opensandbox import run_checks
+    from harness.policy.opensandbox import CHECKS, run_checks
 
-    return _kill(run_checks(engine, max_examples=100, stop_on_failure=True))
+    order = tuple(_aimed_first(engine, list(CHECKS)))
+    return _kill(run_checks(engine, max_examples=100, checks=order, stop_on_failure=True, shrink=False))
 
 
 def kills_restrict_function(name: str, restrict: Any) -> Kill | None:
     """Judge a ``restrict_sandbox_network`` function with both reference engines judging its policies."""
     from contracts.opensandbox_adapter import reference_engine as opensandbox
     from contracts.tensorlake_adapter import reference_engine as tensorlake
-    from harness.policy.sandbox_network import run_checks
+    from harness.policy.sandbox_network import CHECKS, run_checks
 
-    found = [_kill(run_checks(engine, restrict=restrict, fail_fast=True)) for engine in (tensorlake, opensandbox)]
+    order = _aimed_first(restrict, list(CHECKS))
+    found = [
+        _kill(run_checks(engine, restrict=restrict, only=order, fail_fast=True, shrink=False))
+        for engine in (tensorlake, opensandbox)
+    ]
     kills = [k for k in found if k is not None]
     return min(kills, key=lambda k: _KILL_ORDER.index(k.strength), default=None)
 
@@ -215,9 +233,8 @@ def render(outcomes: Sequence[Outcome]) -> str:
     lines = [
         "# Mutation score",
         "",
-        "Killed by the default run: a `spec`, `observed` or (API machines, not tagged yet) `untagged` contract "
-        "failed. A choice mutant differs only where the sources are silent: only a `choice` check, which fails "
-        "a `--strict` run, can catch it.",
+        "Killed by the default run: a `spec`, `observed` or `untagged` contract failed. A choice mutant differs "
+        "only where the sources are silent: only a `choice` check, which fails a `--strict` run, can catch it.",
         "",
         "| family | spec | observed | untagged | choice mutants (strict) | survived | total |",
         "|---|---|---|---|---|---|---|",

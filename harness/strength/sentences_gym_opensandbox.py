@@ -83,14 +83,14 @@ _NG_OS = (
         "ng-os",
         "A proxy 404 (route not registered yet) lacks execd's error code",
         "api",
-        "none yet: no rule opens a PTY session",
+        "opensandbox-api pty_missing (execd's answer for a PTY session that does not exist)",
     ),
     sentence(
         "ng-os.logs-combined",
         "ng-os",
         "The logs endpoint returns one combined stream",
         "api",
-        "none yet: no rule reads background command logs",
+        "opensandbox-api background_logs",
     ),
     sentence(
         "ng-os.attribution",

@@ -32,11 +32,19 @@ _TL = (
         "tensorlake-api ingress",
     ),
     sentence(
-        "tl.ingress.websocket-grpc",
+        "tl.ingress.websocket",
         "tl-net",
-        "supports WebSocket upgrades, and forwards gRPC over HTTP/2",
+        "supports WebSocket upgrades",
         "api",
-        "none yet: no rule sends a WebSocket upgrade or gRPC through the proxy",
+        "tensorlake-api ingress (a WebSocket to each port it requests), update_keeps_connection",
+    ),
+    sentence(
+        "tl.ingress.grpc",
+        "tl-net",
+        "forwards gRPC over HTTP/2",
+        "api",
+        "skipped: the mocks serve HTTP/1.1 only (uvicorn), and a real sandbox has no gRPC server the suite could "
+        "start and call, so no check can send gRPC through a proxy",
     ),
     sentence(
         "tl.ingress.by-name",
@@ -121,7 +129,8 @@ _TL = (
         "tl-net",
         "You can use the same authenticated routing model for HTTP, gRPC, and WebSocket services",
         "api",
-        "none yet: the ingress rule sends HTTP only",
+        "tensorlake-api ingress: the WebSocket requests use the same credentials as the HTTP ones (gRPC: see "
+        "tl.ingress.grpc)",
     ),
     sentence(
         "tl.cookie.session",
@@ -255,15 +264,15 @@ _TL = (
         "tl-net",
         "The new policy is applied to the running sandbox's firewall as a single atomic swap, so there is no window "
         "where egress is unprotected.",
-        "none",
-        why="a window inside one firewall swap cannot be observed from outside; no black-box probe can time it",
+        "api",
+        "concurrency (tensorlake-linearizable: no concurrent reader sees a half-applied policy)",
     ),
     sentence(
         "tl.update.established",
         "tl-net",
         "Already-established connections are not interrupted.",
         "api",
-        "none yet: no rule holds a connection open across an update",
+        "tensorlake-api update_keeps_connection (a WebSocket into the sandbox stays open across a policy PATCH)",
     ),
     sentence(
         "tl.update.omit",
@@ -364,7 +373,7 @@ _TL_SDK = (
         "tl-sdk",
         "Established and related connections are always permitted (stateful firewall).",
         "api",
-        "none yet: no rule holds a connection open across an update",
+        "tensorlake-api update_keeps_connection",
     ),
 )
 

@@ -1,14 +1,15 @@
 """The ``/_mock`` admin service's routes: parse, call :mod:`mockserver.admin.operations`, render.
 
-Every mock serves the same verbs (reset, snapshot/restore, seed, clock, faults, journal, DNS, sandboxes) and
-the dashboard at ``/_mock/ui`` (static files in ``mockserver/admin/ui/``, built only on these verbs; behind an
-admin token, open ``/_mock/ui?token=...`` once and the page's calls carry it as the guard's cookie); a
-provider adds its own under ``/_mock/<provider>/...`` through ``extra``.
+Every mock serves the same verbs (reset, snapshot/restore, seed, clock, faults, journal, DNS, sandboxes), its
+named fault catalogue (``/_mock/faults/catalogue``) and the dashboard at ``/_mock/ui`` (static files in
+``mockserver/admin/ui/``, built only on these verbs; behind an admin token, open ``/_mock/ui?token=...`` once
+and the page's calls carry it as the guard's cookie); a provider adds its own under ``/_mock/<provider>/...``
+through ``extra``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 
 from starlette.requests import Request
@@ -21,6 +22,7 @@ from mockserver.asgi.requests import read_json
 from mockserver.core.mock import MockCore
 
 from . import operations
+from .catalogue import NamedFault, arm, describe
 
 __all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "UI_ASSETS", "admin_routes", "ui_asset"]
 
@@ -44,8 +46,15 @@ def ui_asset(name: str) -> bytes:
 _BULKY = frozenset({"headers", "body", "response_headers", "response_body"})
 
 
-def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRoute]:
-    """Return the admin routes of ``core``, prefixed with ``/_mock``, followed by ``extra``."""
+def admin_routes(
+    core: MockCore, extra: Sequence[BaseRoute] = (), named: Mapping[str, NamedFault] | None = None
+) -> list[BaseRoute]:
+    """Return the admin routes of ``core``, prefixed with ``/_mock``, followed by ``extra``.
+
+    ``named`` is the provider's fault catalogue (:mod:`mockserver.admin.catalogue`), listed at
+    ``GET /_mock/faults/catalogue`` and armed with ``POST /_mock/faults/catalogue/{name}``.
+    """
+    faults_by_name: Mapping[str, NamedFault] = named or {}
 
     async def reset(request: Request) -> Response:
         core.reset()
@@ -80,6 +89,13 @@ def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRo
     async def fault(request: Request) -> Response:
         operations.remove_fault(core, int(request.path_params["rule_id"]))
         return Response(status_code=204)
+
+    async def catalogue(request: Request) -> Response:
+        return JSONResponse(describe(faults_by_name))
+
+    async def arm_fault(request: Request) -> Response:
+        body = await read_json(request, empty={})
+        return JSONResponse(arm(faults_by_name, request.path_params["name"], body), status_code=201)
 
     async def journal(request: Request) -> Response:
         if request.method == "DELETE":
@@ -126,6 +142,8 @@ def admin_routes(core: MockCore, extra: Sequence[BaseRoute] = ()) -> list[BaseRo
         Route(f"{p}/clock/mode", clock_mode, methods=["POST"]),
         Route(f"{p}/faults", faults, methods=["GET", "POST", "DELETE"]),
         Route(f"{p}/faults/{{rule_id:int}}", fault, methods=["DELETE"]),
+        Route(f"{p}/faults/catalogue", catalogue, methods=["GET"]),
+        Route(f"{p}/faults/catalogue/{{name}}", arm_fault, methods=["POST"]),
         Route(f"{p}/journal", journal, methods=["GET", "DELETE"]),
         Route(f"{p}/journal/unknown", unknown, methods=["GET"]),
         Route(f"{p}/journal/{{seq:int}}", journal_entry, methods=["GET"]),

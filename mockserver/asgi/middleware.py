@@ -128,29 +128,40 @@ class JournalMiddleware:
             record_once()
 
     def _record(self, scope: Scope, request_notes: RequestNotes, body: bytes, answer: _Answer) -> None:
-        headers = redact_headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers") or [])
+        # What the entry holds is captured now; decoding and redacting wait until someone reads the journal.
+        now = self.clock.now()
+        raw_headers = list(scope.get("headers") or [])
+        method, path = str(scope.get("method", "")), str(scope.get("path", ""))
+        query = bytes(scope.get("query_string", b""))
+        tenant, sandbox_id, fault = request_notes.tenant, request_notes.sandbox_id, request_notes.fault
+        unknown = tuple(request_notes.unknown_fields)
+        status, response_headers, response_body = answer.status, answer.raw_headers, bytes(answer.body)
+        truncated = answer.truncated
 
         def make(seq: int) -> JournalEntry:
+            headers = redact_headers((bytes(k).decode("latin-1"), bytes(v).decode("latin-1")) for k, v in raw_headers)
             return JournalEntry(
                 seq=seq,
-                time=self.clock.now(),
+                time=now,
                 provider=self.provider,
-                method=str(scope.get("method", "")),
-                path=str(scope.get("path", "")),
-                query=bytes(scope.get("query_string", b"")).decode("latin-1"),
+                method=method,
+                path=path,
+                query=query.decode("latin-1"),
                 headers=headers,
                 body=body.decode("utf-8", "replace"),
-                status=answer.status,
-                tenant=request_notes.tenant,
-                sandbox_id=request_notes.sandbox_id,
-                fault=request_notes.fault,
-                unknown_fields=() if GENERATED_HEADER in headers else tuple(sorted(set(request_notes.unknown_fields))),
-                response_headers=answer.headers,
-                response_body=bytes(answer.body).decode("utf-8", "replace"),
-                response_truncated=answer.truncated,
+                status=status,
+                tenant=tenant,
+                sandbox_id=sandbox_id,
+                fault=fault,
+                unknown_fields=() if GENERATED_HEADER in headers else tuple(sorted(set(unknown))),
+                response_headers=redact_headers(
+                    (bytes(k).decode("latin-1"), bytes(v).decode("latin-1")) for k, v in response_headers
+                ),
+                response_body=response_body.decode("utf-8", "replace"),
+                response_truncated=truncated,
             )
 
-        self.journal.append(make)
+        self.journal.defer(make)
 
 
 class _Answer:
@@ -158,15 +169,13 @@ class _Answer:
 
     def __init__(self) -> None:
         self.status = 0
-        self.headers: dict[str, str] = {}
+        self.raw_headers: list[tuple[bytes, bytes]] = []
         self.body = bytearray()
         self.truncated = False
 
     def start(self, message: Message) -> None:
         self.status = int(message["status"])
-        self.headers = redact_headers(
-            (bytes(k).decode("latin-1"), bytes(v).decode("latin-1")) for k, v in message.get("headers") or []
-        )
+        self.raw_headers = list(message.get("headers") or [])
 
     def add(self, chunk: bytes) -> None:
         room = RESPONSE_BODY_LIMIT - len(self.body)

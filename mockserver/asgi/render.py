@@ -1,13 +1,27 @@
-"""Render the models' plain answers as HTTP: an :class:`ApiError` becomes a JSON response."""
+"""Render the models' plain answers as HTTP: a JSON body (cached record bodies spliced in), an error."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from mockserver.core.errors import ApiError
+from mockserver.core.wire import encode_json
 
-__all__ = ["api_error_handler", "error_response"]
+__all__ = ["JsonBody", "api_error_handler", "error_response"]
+
+
+class JsonBody(JSONResponse):
+    """A JSON response whose cached record bodies (:class:`~mockserver.core.wire.WireDict`) are spliced in.
+
+    Its bytes are exactly what :class:`JSONResponse` sends for the same content.
+    """
+
+    def render(self, content: Any) -> bytes:
+        """Return ``content`` as compact JSON, reusing each cached record body's encoding."""
+        return encode_json(content)
 
 
 def error_response(exc: ApiError) -> JSONResponse:

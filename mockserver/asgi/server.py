@@ -68,8 +68,9 @@ class MockServer:
         """Return the base URL, e.g. ``http://127.0.0.1:54321``."""
         return f"http://{self.host}:{self.port}"
 
-    def start(self) -> MockServer:
-        """Bind the socket and start serving; return once the server accepts connections."""
+    def start(self, *, wait: bool = True) -> MockServer:
+        """Bind the socket and start serving; return once the server accepts connections (``wait=False``: at once,
+        then :meth:`wait_started`)."""
         if self._thread is not None:
             raise RuntimeError("server already started")
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -86,9 +87,18 @@ class MockServer:
             target=server.run, kwargs={"sockets": [sock]}, name=f"sandproof-{self.port}", daemon=True
         )
         self._thread.start()
+        if wait:
+            self.wait_started()
+        return self
+
+    def wait_started(self) -> MockServer:
+        """Return once the server accepts connections; RuntimeError if it did not start in time."""
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            raise RuntimeError("server not started")
         deadline = time.monotonic() + self._ready_timeout
         while not server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
+            if not thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"mock server on {self.url} did not start")
             time.sleep(0.002)
         return self

@@ -45,6 +45,14 @@ class VirtualClock:
         self._cond = threading.Condition()
 
     @property
+    def token(self) -> object:
+        """Return an object that is replaced whenever the clock is set (advanced, switched, reset, loaded).
+
+        A running wall clock keeps its token: a durable store rewrites the clock only when it was set.
+        """
+        return self._reading
+
+    @property
     def mode(self) -> ClockMode:
         """Return the clock's mode."""
         return self._reading.mode

@@ -27,6 +27,8 @@ class DnsTable:
         self._lock = threading.Lock()
         self._entries: dict[str, list[str]] = {}
         self.default: DnsDefault = default
+        #: Counts the changes to the table (a durable store rewrites it only when it moved).
+        self.version = 0
         if entries:
             self.update(entries)
 
@@ -35,6 +37,7 @@ class DnsTable:
         clean = {_norm(name): [str(ipaddress.IPv4Address(a)) for a in addrs] for name, addrs in entries.items()}
         with self._lock:
             self._entries.update(clean)
+            self.version += 1
 
     def replace(self, entries: Mapping[str, list[str]], default: DnsDefault | None = None) -> None:
         """Replace every entry (and optionally the default)."""
@@ -42,6 +45,7 @@ class DnsTable:
             raise ValueError("default must be 'synthetic' or 'nxdomain'")
         with self._lock:
             self._entries.clear()
+            self.version += 1
             if default is not None:
                 self.default = default
         self.update(entries)

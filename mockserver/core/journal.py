@@ -64,13 +64,37 @@ class JournalAssertionError(AssertionError):
     """Raise when the journal does not show what a test expected."""
 
 
+class _Deferred:
+    """An entry numbered when it was recorded and built when first read (recording stays cheap)."""
+
+    __slots__ = ("_entry", "_make", "seq")
+
+    def __init__(self, seq: int, make: Callable[[int], JournalEntry]) -> None:
+        self.seq = seq
+        self._make: Callable[[int], JournalEntry] | None = make
+        self._entry: JournalEntry | None = None
+
+    def entry(self) -> JournalEntry:
+        found = self._entry
+        if found is None:
+            make = self._make
+            assert make is not None
+            found = make(self.seq)
+            self._entry, self._make = found, None
+        return found
+
+
+def _entry(item: JournalEntry | _Deferred) -> JournalEntry:
+    return item.entry() if isinstance(item, _Deferred) else item
+
+
 class Journal:
     """Keep the last ``maxlen`` requests and answer questions about them."""
 
     def __init__(self, maxlen: int = 10_000) -> None:
         if maxlen < 1:
             raise ValueError("maxlen must be at least 1")
-        self._entries: collections.deque[JournalEntry] = collections.deque(maxlen=maxlen)
+        self._entries: collections.deque[JournalEntry | _Deferred] = collections.deque(maxlen=maxlen)
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -91,6 +115,16 @@ class Journal:
             self._entries.append(entry)
         return entry
 
+    def defer(self, make: Callable[[int], JournalEntry]) -> int:
+        """Number an entry now and build it with ``make(seq)`` when it is first read; return its ``seq``.
+
+        ``make`` must capture what it needs when it is made (it may run much later, on another thread).
+        """
+        with self._lock:
+            seq = next(self._seq)
+            self._entries.append(_Deferred(seq, make))
+        return seq
+
     def clear(self) -> None:
         """Forget every entry."""
         with self._lock:
@@ -108,15 +142,17 @@ class Journal:
     ) -> list[JournalEntry]:
         """Return the entries matching every given filter; ``path`` is a glob, ``since`` keeps ``seq > since``."""
         with self._lock:
-            items = list(self._entries)
+            raw = list(self._entries)
         if since is not None:
-            items = [e for e in items if e.seq > since]
+            raw = [e for e in raw if e.seq > since]
+        items = [_entry(e) for e in raw]
         return [e for e in items if _matches(e, method, path, sandbox_id, status, provider)]
 
     def get(self, seq: int) -> JournalEntry | None:
         """Return the entry numbered ``seq`` if the journal still holds it."""
         with self._lock:
-            return next((e for e in self._entries if e.seq == seq), None)
+            found = next((e for e in self._entries if e.seq == seq), None)
+        return None if found is None else _entry(found)
 
     def last_seq(self) -> int:
         """Return the newest entry's ``seq`` (0 when empty)."""

@@ -11,6 +11,7 @@ import abc
 import time
 from typing import Any
 
+from .changes import Persistent
 from .clock import VirtualClock
 from .dns import DnsTable
 from .faults import FaultSet
@@ -67,6 +68,21 @@ class MockCore(abc.ABC):
 
     def on_clock_advance(self) -> None:  # noqa: B027 - optional hook
         """React to time moving (expire sandboxes, finish transitions); the default does nothing."""
+
+    def persistent(self) -> Persistent | None:
+        """Return the model store a durable store keeps record by record (None: the mock has none)."""
+        return None
+
+    def touched_by_request(self, sandbox_id: str) -> None:
+        """Mark a sandbox a state-changing request acted on, so a durable store rewrites it."""
+        model = self.persistent()
+        if model is not None:
+            model.touched(sandbox_id)
+
+    def load_ids(self, data: dict[str, Any]) -> None:
+        """Continue the id sequence :meth:`IdFactory.dump` described (its seed is kept for :meth:`reset`)."""
+        self.ids.load(data)
+        self._seed = data.get("seed")
 
     def reset(self) -> None:
         """Return to a fresh mock: no state, faults or journal; ids restarted.

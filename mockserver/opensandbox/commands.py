@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
-from mockserver.sandbox import CommandEmulator
 from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Exit, Output, Sleep, Step
 
@@ -29,6 +28,7 @@ from .model.execd import RunRequest, error_event, frame, new_command
 from .model.records import CommandRecord, SandboxRecord
 
 __all__ = [
+    "DEVIATING_OPERATIONS",
     "PING_INTERVAL",
     "CommandRuntime",
     "Execution",
@@ -38,6 +38,9 @@ __all__ = [
     "emulator_runner",
     "frame",
 ]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"execd": ("POST /command", "POST /session/{sessionId}/run")}
 
 PING_INTERVAL = 3.0
 _END = object()
@@ -67,6 +70,8 @@ RunnerFactory = Callable[[SandboxRecord, PolicyGate], Runner]
 
 def emulator_runner(sb: SandboxRecord, gate: PolicyGate, http: HttpTable | None = None) -> Runner:
     """Bind the shared command emulator to a sandbox's filesystem and egress gate."""
+    from mockserver.sandbox.commands import CommandEmulator
+
     return CommandEmulator(sb.fs, gate=gate, http=http or HttpTable())
 
 
@@ -93,7 +98,7 @@ class Execution:
         self.cwd = cwd
         self.timeout = None if not timeout_ms or timeout_ms <= 0 else timeout_ms / 1000.0
         self.queue: asyncio.Queue[Any] | None = asyncio.Queue() if stream else None
-        self.cancel_reason = "signal: terminated"
+        self.done = asyncio.Event()
 
     def start(self) -> None:
         """Start the command's task on the running loop."""
@@ -120,8 +125,8 @@ class Execution:
         try:
             code = await self._walk(started)
         except asyncio.CancelledError:
-            rec.finish(-1, self.cancel_reason, self.clock.now())
-            self._emit(error_event("-1", self.cancel_reason, self.clock.now_ms()))
+            rec.finish(-1, rec.stop_reason, self.clock.now())
+            self._emit(error_event("-1", rec.stop_reason, self.clock.now_ms()))
         except Exception as exc:  # an emulator failure is a start failure: evalue is the error text
             rec.finish(255, str(exc), self.clock.now())
             self._emit(error_event(str(exc), str(exc), self.clock.now_ms()))
@@ -140,6 +145,7 @@ class Execution:
         finally:
             if self.queue is not None:
                 self.queue.put_nowait(_END)
+            self.done.set()
 
     async def _walk(self, started: float) -> int | None:
         """Run the steps; return the exit code, or None when the timeout killed the command."""
@@ -203,6 +209,7 @@ class CommandRuntime:
         self.enforcement = enforcement
         self.factory = factory
         self._runners: dict[str, Runner] = {}
+        self._live: set[Execution] = set()
 
     def clear(self) -> None:
         """Forget every runner (the sandboxes are gone or replaced)."""
@@ -231,4 +238,10 @@ class CommandRuntime:
             argv=run.argv,
         )
         execution.start()
+        self._live.add(execution)
         return record, execution
+
+    def live(self) -> int:
+        """Return how many started commands still run (each holds a task until it ends)."""
+        self._live = {e for e in self._live if not e.done.is_set()}
+        return len(self._live)

@@ -20,18 +20,23 @@ releases its sandboxes.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
+from mockserver.admin.catalogue import NamedFault
+from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
+from mockserver.core.changes import Persistent
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
 from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner
 from .faults import FaultCatalogue
 from .model import admin as admin_model
+from .model import faults as model_faults
 from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
@@ -39,9 +44,6 @@ from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes import admin
-from .routes.egress import EgressContext, egress_routes
-from .routes.execd import ExecdContext, execd_routes
-from .routes.files import file_routes
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
@@ -65,7 +67,8 @@ class OpenSandboxMock(HttpMock):
     key, each key its own tenant. ``profile`` is ``"docker"`` (default, synchronous) or ``"kubernetes"``
     (Pending for ``pending_seconds``, visible Pausing/Resuming). ``execd_token`` / ``egress_token`` make the
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
-    or ``dns+nft`` (also raw IPs). ``runner_factory`` replaces the shared command emulator. ``runtime`` is
+    or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
+    the real server's default). ``runner_factory`` replaces the shared command emulator. ``runtime`` is
     ``"emulator"`` (default) or ``"linux"`` (see the module docstring).
     """
 
@@ -84,6 +87,7 @@ class OpenSandboxMock(HttpMock):
         stop_seconds: float | None = None,
         snapshot_seconds: float = 0.0,
         egress_without_policy: bool = False,
+        allowed_host_paths: tuple[str, ...] = (),
         execd_token: str | None = None,
         egress_token: str | None = None,
         enforcement_mode: str = "dns",
@@ -108,6 +112,7 @@ class OpenSandboxMock(HttpMock):
             enforcement=enforcement_mode,
             snapshot_seconds=snapshot_seconds,
             user_ports=runtime == "linux",
+            allowed_host_paths=tuple(allowed_host_paths),
         )
         self.profile = make_profile(
             profile,
@@ -129,9 +134,9 @@ class OpenSandboxMock(HttpMock):
                 self.clock, self.ids, self.dns, enforcement_mode, runner_factory or self.make_runner
             )
         self.catalogue = FaultCatalogue(self)
-        services: dict[int, ASGIApp] = {
-            EXECD_PORT: service_router([*live, *self.execd_routes(), *file_routes()]),
-            EGRESS_PORT: service_router(self.egress_routes()),
+        services: dict[int, ASGIApp] = {  # each built on its first request
+            EXECD_PORT: OnFirstCall(lambda: service_router([*live, *self.execd_routes(), *self.file_routes()])),
+            EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),
         }
         user_port = None
         if linux is not None:
@@ -172,10 +177,20 @@ class OpenSandboxMock(HttpMock):
 
     def execd_routes(self) -> list[BaseRoute]:
         """Return execd's command, session and metrics routes."""
+        from .routes.execd import ExecdContext, execd_routes
+
         return execd_routes(ExecdContext(self.state, self.clock, self.ids, self.commands))
+
+    def file_routes(self) -> list[BaseRoute]:
+        """Return execd's file routes."""
+        from .routes.files import file_routes
+
+        return file_routes()
 
     def egress_routes(self) -> list[BaseRoute]:
         """Return the egress sidecar's routes."""
+        from .routes.egress import EgressContext, egress_routes
+
         return egress_routes(EgressContext(self.config))
 
     # -- HttpMock hooks ----------------------------------------------------------------------------
@@ -209,9 +224,17 @@ class OpenSandboxMock(HttpMock):
         direct.path_regex = re.compile(direct.path_regex.pattern, re.DOTALL)
         return [direct, *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app))]
 
+    def named_faults(self) -> Mapping[str, NamedFault]:
+        """Return the named fault catalogue served under ``/_mock/faults/catalogue``."""
+        return self.catalogue.named()
+
     def extra_admin_routes(self) -> list[BaseRoute]:
         """Return ``/_mock/opensandbox/...`` helpers (OOM-kill, fail)."""
         return admin.admin_routes(self.state)
+
+    def persistent(self) -> Persistent:
+        """Return the model store a durable store keeps record by record."""
+        return self.state
 
     def on_clock_advance(self) -> None:
         """Finish due transitions and expire sandboxes."""
@@ -231,7 +254,7 @@ class OpenSandboxMock(HttpMock):
         """Put the request-id and auth layer outside the core's fault and journal layers."""
         if self.linux is not None:
             app = self.linux.in_step(app)
-        return RequestGate(super().wrap(app), self.config.access, lambda: self.ids.uuid4().replace("-", ""))
+        return RequestGate(super().wrap(app), self.config.access, self.ids.uuid4_hex)
 
     # -- conveniences for tests ------------------------------------------------------------------
 
@@ -266,9 +289,9 @@ class OpenSandboxMock(HttpMock):
                 if all(sb.spec.metadata.get(k) == v for k, v in metadata.items())
             ]
 
-    def oom_kill(self, sandbox_id: str) -> None:
-        """Mark a sandbox Failed as an OOM kill (exit 137) now."""
-        self.state.fail(sandbox_id, *self.profile.oom_status())
+    def oom_kill(self, sandbox_id: str, wording: str | None = None) -> None:
+        """Mark a sandbox Failed as an OOM kill (exit 137) now, worded as ``wording`` (see ``OOM_WORDINGS``)."""
+        model_faults.oom_kill(self.state, sandbox_id, wording)
 
     def sdk_env(self, url: str | None = None) -> dict[str, str]:
         """Return the environment that points the SDK's defaults at this mock."""

@@ -1,10 +1,42 @@
-"""What runs inside a mock sandbox: an in-memory filesystem, a command emulator and egress probes."""
+"""What runs inside a mock sandbox: an in-memory filesystem, a command emulator and egress probes.
 
-from .commands import CommandEmulator
-from .filesystem import FileInfo, FileSystem, FsError, FsErrorCode, normpath
-from .local import LocalBackend
-from .network import EgressGate, HttpResponse, HttpTable, OpenGate, Resolution
-from .steps import Completed, Exit, Handler, Invocation, Output, Sleep, Step
+The names below load on first use (the command emulator is large, and most requests never run a command),
+so importing :mod:`mockserver.sandbox.filesystem` does not load the shell.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .commands import CommandEmulator
+    from .filesystem import FileInfo, FileSystem, FsError, FsErrorCode, normpath
+    from .local import LocalBackend
+    from .network import EgressGate, HttpResponse, HttpTable, OpenGate, Resolution
+    from .steps import Completed, Exit, Handler, Invocation, Output, Sleep, Step
+
+_HOMES = {
+    "CommandEmulator": "commands",
+    "FileInfo": "filesystem",
+    "FileSystem": "filesystem",
+    "FsError": "filesystem",
+    "FsErrorCode": "filesystem",
+    "normpath": "filesystem",
+    "LocalBackend": "local",
+    "EgressGate": "network",
+    "HttpResponse": "network",
+    "HttpTable": "network",
+    "OpenGate": "network",
+    "Resolution": "network",
+    "Completed": "steps",
+    "Exit": "steps",
+    "Handler": "steps",
+    "Invocation": "steps",
+    "Output": "steps",
+    "Sleep": "steps",
+    "Step": "steps",
+}
 
 __all__ = [
     "CommandEmulator",
@@ -27,3 +59,12 @@ __all__ = [
     "Step",
     "normpath",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -138,6 +138,8 @@ class FileSystem:
     ``quota`` bounds the bytes of file content (the tree lives in the mock's memory): a write, append or
     replace that would exceed it fails with ``no_space`` (ENOSPC, "No space left on device") and changes
     nothing. None means no bound.
+
+    ``revision`` counts the changes made to the tree (a durable store rewrites the tree only when it moved).
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class FileSystem:
         self.quota = quota
         self.used = 0
         self.user = user
+        self.revision = 0
         self._root = _Dir(0o755, now(), "root", "root")
         if not empty:
             self._seed(hostname)
@@ -296,6 +299,7 @@ class FileSystem:
             raise FsError("is_a_directory", "is a directory: /")
         parent_path, name = _split(path)
         with self._lock:
+            self.revision += 1
             if parents:
                 self._makedirs(parent_path, 0o755)
             parent = self._dir(parent_path)
@@ -317,6 +321,7 @@ class FileSystem:
         """Create directory `path` (and missing parents when `parents`); existing dirs are fine then."""
         path = normpath(path)
         with self._lock:
+            self.revision += 1
             if path == "/":
                 if not parents:
                     raise FsError("exists", "file exists: /")
@@ -350,6 +355,7 @@ class FileSystem:
             raise FsError("invalid_path", "refusing to remove /")
         parent_path, name = _split(path)
         with self._lock:
+            self.revision += 1
             node = self._get(path)
             if isinstance(node, _Dir) and node.children and not recursive:
                 raise FsError("not_empty", f"directory not empty: {path}")
@@ -362,6 +368,7 @@ class FileSystem:
         """Rename `src` to `dst` with rename(2) semantics (replacing a file or an empty directory)."""
         src, dst = normpath(src), normpath(dst)
         with self._lock:
+            self.revision += 1
             node = self._get(src)
             if src == dst:
                 return self._info(dst, node)
@@ -391,6 +398,7 @@ class FileSystem:
         """Set the permission bits of `path`."""
         path = normpath(path)
         with self._lock:
+            self.revision += 1
             node = self._get(path)
             node.mode = mode & 0o7777
             return self._info(path, node)
@@ -399,6 +407,7 @@ class FileSystem:
         """Set the owner and/or group of `path`."""
         path = normpath(path)
         with self._lock:
+            self.revision += 1
             node = self._get(path)
             node.owner = owner if owner is not None else node.owner
             node.group = group if group is not None else node.group
@@ -416,6 +425,7 @@ class FileSystem:
                 raise FsError("is_a_directory", f"is a directory: {path}")
             count = node.data.count(old_b)
             if count:
+                self.revision += 1
                 self._reserve(path, count * (len(new_b) - len(old_b)))
                 node.data = node.data.replace(old_b, new_b)
                 node.mtime = self._now()

@@ -20,23 +20,25 @@ answers come from the mock's ``DnsTable``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
+from mockserver.admin.catalogue import NamedFault
+from mockserver.asgi.routing import OnFirstCall, indexed_app
 from mockserver.core import environment
+from mockserver.core.changes import Persistent
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
 from mockserver.core.environment import DEFAULT_API_KEY
 from mockserver.core.faults import FaultRule
-from mockserver.sandbox.commands import CommandEmulator
 from mockserver.sandbox.network import HttpTable
-from mockserver.sandbox.steps import Handler
 from mockserver.service import HttpMock
 
+from .faults import TensorLakeFaults
 from .model import admin
 from .model.admin import DEFAULT_ORGANIZATION, DEFAULT_PROJECT
 from .model.auth import KeyRing
@@ -46,16 +48,18 @@ from .model.lifecycle import LifecycleApi
 from .model.records import Sandbox
 from .model.state import TensorLakeModel
 from .model.store import Timings
-from .processes import EmulatorRuntime, ProcessRuntime
 from .routes.admin import AdminContext, admin_routes, new_session_token
 from .routes.common import CollapseSlashes
 from .routes.echo import echo_app
 from .routes.ingress import Ingress, IngressContext
 from .routes.lifecycle import LifecycleContext, LifecycleRoutes
-from .routes.management import ManagementApi, ManagementContext
 
 if TYPE_CHECKING:
+    from mockserver.sandbox.commands import CommandEmulator
+    from mockserver.sandbox.steps import Handler
+
     from .linux_sandboxes import LinuxSandboxes
+    from .processes import ProcessRuntime
 
 __all__ = ["DEFAULT_API_KEY", "DEFAULT_INGRESS_DOMAIN", "DEFAULT_PORT", "RUNTIMES", "TensorLakeMock", "sdk_env"]
 
@@ -111,19 +115,23 @@ class TensorLakeMock(HttpMock):
         self.model.on_terminate = self._on_terminate
         self.runtime_name: RuntimeName = runtime
         self.linux: LinuxSandboxes | None = None
-        self.runtime: ProcessRuntime
         if runtime == "linux":
-            from .linux_runtime import LinuxProcessRuntime
             from .linux_sandboxes import LinuxSandboxes
 
             self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get)
             self.model.filesystems = self.linux
             self.model.on_change = self.linux.reconcile
-            self.runtime = LinuxProcessRuntime(self.clock, self.linux.ensure_async)
-        else:
-            self.runtime = EmulatorRuntime(self.clock, self.emulator_for)
         self.lifecycle = LifecycleApi(self.model, self.ingress_domain)
         self.ingress = IngressRules(self.model)
+
+    @property
+    def catalogue(self) -> TensorLakeFaults:
+        """Return the named fault catalogue (also served under ``/_mock/faults/catalogue``)."""
+        return TensorLakeFaults(self)
+
+    def named_faults(self) -> Mapping[str, NamedFault]:
+        """Return the named faults by name."""
+        return self.catalogue.named()
 
     def new_model(self, keys: KeyRing) -> TensorLakeModel:
         """Return the state model this mock serves."""
@@ -155,6 +163,10 @@ class TensorLakeMock(HttpMock):
         """Replace the state with :meth:`dump_state` output."""
         self.model.load(data)
 
+    def persistent(self) -> Persistent:
+        """Return the model store a durable store keeps record by record."""
+        return self.model
+
     def on_clock_advance(self) -> None:
         """Apply the transitions and timeouts that became due."""
         self.model.settle_all()
@@ -173,29 +185,45 @@ class TensorLakeMock(HttpMock):
         """Return the TensorLake admin routes under ``/_mock/tensorlake``."""
         return admin_routes(AdminContext(self.model))
 
+    @functools.cached_property
+    def runtime(self) -> ProcessRuntime:
+        """Return the process runtime the management API runs commands in (built on first use)."""
+        if self.linux is not None:
+            from .linux_runtime import LinuxProcessRuntime
+
+            return LinuxProcessRuntime(self.clock, self.linux.ensure_async)
+        from .processes import EmulatorRuntime
+
+        return EmulatorRuntime(self.clock, self.emulator_for)
+
     def management_app(self) -> ASGIApp:
         """Return the in-sandbox management API's app."""
+        from .routes.management import ManagementApi, ManagementContext
+
         return ManagementApi(ManagementContext(self.model, self.runtime, self.clock)).app
 
     def front_door(self, fallback: ASGIApp) -> ASGIApp:
-        """Return the sandbox proxy in front of ``fallback`` (the lifecycle and admin routes)."""
+        """Return the sandbox proxy in front of ``fallback``; the management API is built on its first request."""
         prepare = self.linux.ensure_async if self.linux is not None else None
         context = IngressContext(
-            self.ingress, self.ingress_domain, self.clock, self.management_app(), self.port_app, prepare
+            self.ingress, self.ingress_domain, self.clock, OnFirstCall(self.management_app), self.port_app, prepare
         )
         return Ingress(context, fallback)
 
     def build_app(self) -> ASGIApp:
         """Put the sandbox proxy in front of the admin and lifecycle routes, all inside faults and journal."""
-        api = Starlette(routes=[*self.routes(), *self.admin_routes()], exception_handlers=self.exception_handlers())
+        api = indexed_app([*self.routes(), *self.admin_routes()], self.exception_handlers())
         return self.wrap(CollapseSlashes(self.front_door(api)))
 
     def emulator_for(self, sandbox: Sandbox) -> CommandEmulator:
         """Return a command emulator for ``sandbox`` whose network goes through its policy gate."""
+        from mockserver.sandbox.commands import CommandEmulator
+
         return CommandEmulator(sandbox.fs, gate=self.new_gate(sandbox), http=self.http, handlers=self.commands)
 
     def _on_terminate(self, sandbox: Sandbox) -> None:
-        self.runtime.close(sandbox.id)
+        if "runtime" in self.__dict__:  # no runtime yet: no process ran
+            self.runtime.close(sandbox.id)
         if self.linux is not None:
             self.linux.forget(sandbox.id)
         for key in [k for k in self._port_apps if k[0] == sandbox.id]:

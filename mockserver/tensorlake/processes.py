@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mockserver.core.clock import VirtualClock
-from mockserver.sandbox.commands import CommandEmulator
 from mockserver.sandbox.steps import Exit, Output, Sleep
 
 from .model.daemon import CommandSpec, Daemon, ProcessRecord, PtySpec
 from .model.records import Sandbox
+
+if TYPE_CHECKING:
+    from mockserver.sandbox.commands import CommandEmulator
 
 __all__ = ["EmulatorRuntime", "ProcessRuntime", "RecordedRuntime", "Terminal"]
 
@@ -85,6 +87,7 @@ class RecordedRuntime:
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
         self._changed: dict[_Key, asyncio.Event] = {}
+        self._followers = 0
 
     def _event(self, daemon: Daemon, proc: ProcessRecord) -> asyncio.Event:
         return self._changed.setdefault((daemon.sandbox_id, proc.pid), asyncio.Event())
@@ -110,19 +113,27 @@ class RecordedRuntime:
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield the process's output events as they come (and the exit event when asked)."""
         sent = 0
-        while True:
-            while sent < len(proc.events):
-                event = proc.events[sent]
-                sent += 1
-                if stream in ("output", event["stream"]):
-                    yield event
-            if not proc.running:
-                if with_exit:
-                    yield proc.exit_event()
-                return
-            changed = self._event(daemon, proc)
-            changed.clear()  # nothing runs between the last look at the events and the wait
-            await changed.wait()
+        self._followers += 1
+        try:
+            while True:
+                while sent < len(proc.events):
+                    event = proc.events[sent]
+                    sent += 1
+                    if stream in ("output", event["stream"]):
+                        yield event
+                if not proc.running:
+                    if with_exit:
+                        yield proc.exit_event()
+                    return
+                changed = self._event(daemon, proc)
+                changed.clear()  # nothing runs between the last look at the events and the wait
+                await changed.wait()
+        finally:
+            self._followers -= 1
+
+    def followers(self) -> int:
+        """Return how many event streams are following processes now."""
+        return self._followers
 
 
 class EmulatorRuntime(RecordedRuntime):
@@ -173,6 +184,10 @@ class EmulatorRuntime(RecordedRuntime):
             self._finish(daemon, proc, exit_code=127)
         finally:
             self._tasks.pop((daemon.sandbox_id, proc.pid), None)
+
+    def live(self) -> int:
+        """Return how many processes still run (each holds a task until it ends)."""
+        return sum(not task.done() for task in self._tasks.values())
 
     def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
         """End a running process with ``signal`` and stop its task (the emulator has no signal handlers)."""

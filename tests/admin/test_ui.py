@@ -10,7 +10,6 @@ The screenshot is kept in ``reports/dashboard.png``.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +19,6 @@ import httpx
 import pytest
 from opensandbox import Sandbox
 from opensandbox.exceptions import SandboxApiException
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
 
 from mockserver.core import FaultRule
 from mockserver.opensandbox import OpenSandboxMock
@@ -62,8 +58,10 @@ def test_sandbox_appears_a_fault_from_the_page_fails_the_next_sdk_call(browser: 
         browser.navigate(f"{srv.url}/_mock/ui")
         browser.wait_for("document.body.dataset.ready === '1'")
         assert browser.text("#provider") == "opensandbox"
-        assert browser.evaluate("document.getElementById('catalogue-form').hidden") is True
-        assert browser.evaluate("document.getElementById('rule-details').open") is True
+        # The mock serves its named fault catalogue, so the page offers it first and folds the custom rule away.
+        assert browser.evaluate("document.getElementById('catalogue-form').hidden") is False
+        assert browser.evaluate("document.getElementById('rule-details').open") is False
+        browser.evaluate("document.getElementById('rule-details').open = true")
 
         sandbox = sdk(Sandbox.create("python:3.11", connection_config=config, metadata={"team": "dash"}))
         row = f'#sandboxes tr[data-id="{sandbox.id}"]'
@@ -147,64 +145,23 @@ def test_sandbox_appears_a_fault_from_the_page_fails_the_next_sdk_call(browser: 
         browser.wait_for(f"!document.querySelector('{row}')")
 
 
-class CatalogueMock(OpenSandboxMock):
-    """An OpenSandbox mock that serves a one-entry named-fault catalogue, as the catalogue API describes."""
-
-    def extra_admin_routes(self) -> list[BaseRoute]:
-        async def listing(request: Request) -> Response:
-            return JSONResponse(
-                {
-                    "faults": [
-                        {
-                            "name": "slow_list",
-                            "description": "Answer the next list calls with 503.",
-                            "params": [
-                                {"name": "times", "type": "int", "default": 1, "description": "how many calls"},
-                                {"name": "retry_after", "type": "string", "default": None, "description": "header"},
-                            ],
-                            "sdk_reaction": "the SDK retries, then raises",
-                        }
-                    ]
-                }
-            )
-
-        async def arm(request: Request) -> Response:
-            params = json.loads(await request.body())
-            headers = {"Retry-After": params["retry_after"]} if "retry_after" in params else {}
-            rule = self.faults.add(
-                FaultRule(
-                    method="GET",
-                    path="/v1/sandboxes",
-                    status=503,
-                    times=params["times"],
-                    headers=headers,
-                    name="slow_list",
-                )
-            )
-            return JSONResponse({"armed": request.path_params["name"], "rules": [rule.to_json()]}, status_code=201)
-
-        return [
-            *super().extra_admin_routes(),
-            Route("/_mock/faults/catalogue", listing, methods=["GET"]),
-            Route("/_mock/faults/catalogue/{name}", arm, methods=["POST"]),
-        ]
-
-
-def test_a_mock_with_a_catalogue_arms_named_faults_from_the_page(browser: Chromium) -> None:
-    mock = CatalogueMock(api_key=KEY)
+def test_the_catalogue_arms_named_faults_from_the_page(browser: Chromium) -> None:
+    mock = OpenSandboxMock(api_key=KEY)
     with mock.server() as srv:
         browser.navigate(f"{srv.url}/_mock/ui")
         browser.wait_for("document.body.dataset.ready === '1'")
         assert browser.evaluate("document.getElementById('catalogue-form').hidden") is False
-        assert "SDK reaction: the SDK retries" in browser.text("#catalogue-reaction")
+        browser.fill("#catalogue-select", "unavailable")
+        browser.wait_for("document.getElementById('catalogue-reaction').innerText.includes('Retry-After')")
         assert browser.evaluate("document.getElementById('param-times').value") == "1"
+        browser.fill("#param-path", "/v1/sandboxes")
         browser.fill("#param-times", "3")
         browser.fill("#param-retry_after", "2")
         browser.click("#catalogue-arm")
-        browser.wait_for("document.getElementById('status').innerText.startsWith('armed slow_list')")
+        browser.wait_for("document.getElementById('status').innerText.startsWith('armed unavailable')")
         (rule,) = mock.faults.rules()
-        assert (rule.name, rule.times, rule.headers) == ("slow_list", 3, {"Retry-After": "2"})
-        browser.wait_for("document.querySelector('#faults tbody').innerText.includes('slow_list')")
+        assert (rule.path, rule.status, rule.times, rule.headers) == ("/v1/sandboxes", 503, 3, {"Retry-After": "2"})
+        browser.wait_for("document.querySelector('#faults tbody').innerText.includes('respond:503')")
 
 
 def _wait_until(predicate: Any, timeout: float = 5.0) -> None:

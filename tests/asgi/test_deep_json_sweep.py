@@ -15,6 +15,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
+from mockserver.asgi.routing import OnFirstCall
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.opensandbox.routes.ports import PortDispatcher
 from mockserver.tensorlake import TensorLakeMock
@@ -36,6 +37,9 @@ def _starlettes(app: Any) -> Iterator[Starlette]:
         if isinstance(current, Starlette):
             yield current
             continue
+        if isinstance(current, OnFirstCall):  # a part built on its first request: build it now
+            todo.append(current.get())
+            continue
         for name in ("app", "fallback"):
             todo.append(getattr(current, name, None))
         context = getattr(current, "context", None)
@@ -45,7 +49,8 @@ def _starlettes(app: Any) -> Iterator[Starlette]:
 def _leaves(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str]]:
     for route in routes:
         if isinstance(route, Mount) and isinstance(route.app, PortDispatcher):
-            for port, router in route.app.ctx.services.items():
+            for port, service in route.app.ctx.services.items():
+                router: Any = service.get() if isinstance(service, OnFirstCall) else service
                 yield from _leaves(router.routes, prefix + route.path.replace("{port:int}", str(port)))
         elif isinstance(route, Route):
             for method in sorted((route.methods or set()) & set(WITH_BODY)):

@@ -183,6 +183,7 @@ class StaleGetTensorLake(TensorLakeMock):
     """A TensorLake mock whose ``GET /sandboxes/{id}`` answers come from a cache up to 50 ms stale."""
 
     defect: ClassVar[str] = "GET answers from a 50 ms cache"
+    contract: ClassVar[str] = "tensorlake_linearizable"
 
     def build_app(self) -> ASGIApp:
         """Put the stale cache in front of the real app."""
@@ -193,6 +194,7 @@ class TwoStepPatchTensorLake(TensorLakeMock):
     """A TensorLake mock that applies a policy replacement in two steps, 20 ms apart, answering after both."""
 
     defect: ClassVar[str] = "PATCH network applied in two steps (allow_out, then deny_out)"
+    contract: ClassVar[str] = "tensorlake_linearizable"
 
     def build_app(self) -> ASGIApp:
         """Put the two-step PATCH in front of the real app."""
@@ -203,6 +205,7 @@ class StaleEgressOpenSandbox(OpenSandboxMock):
     """An OpenSandbox mock whose egress sidecar answers ``GET /policy`` from a cache up to 50 ms stale."""
 
     defect: ClassVar[str] = "egress GET /policy answers from a 50 ms cache"
+    contract: ClassVar[str] = "opensandbox_linearizable"
 
     def build_app(self) -> ASGIApp:
         """Put the stale cache in front of the real app."""
@@ -213,6 +216,7 @@ class LostUpdateEgressOpenSandbox(OpenSandboxMock):
     """An OpenSandbox mock whose egress merge is a read-modify-write 10 ms long (concurrent merges lose one)."""
 
     defect: ClassVar[str] = "egress PATCH /policy merges by read, wait, write"
+    contract: ClassVar[str] = "opensandbox_linearizable"
 
     def build_app(self) -> ASGIApp:
         """Put the read-modify-write merge in front of the real app."""

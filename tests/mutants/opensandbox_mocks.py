@@ -2,12 +2,16 @@
 
 Every mutant is the real :class:`OpenSandboxMock` with one plausible defect, planted by swapping the class of
 its state model, overriding one hook, or wrapping its ASGI app. ``killed_by`` names the machine rules (or
-``invariant``) whose check is expected to report it; ``operation`` is the machine's rule group aimed at it.
+``invariant``) whose check is expected to report it; ``operation`` is the machine's rule group aimed at it and
+``contract`` the tagged contract expected to kill it. A mutant that differs only where the sources are silent says
+why in ``choice``: only a choice contract (failing ``--strict`` runs) can kill it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,7 +31,7 @@ from mockserver.opensandbox.model.records import SandboxRecord, paginate
 from mockserver.opensandbox.model.state import OpenSandboxState
 from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
 from mockserver.opensandbox.routes.render import sandbox_of
-from mockserver.sandbox.steps import Exit, Step
+from mockserver.sandbox.steps import Exit, Output, Step
 
 Json = dict[str, Any]
 _ALL = 10**9
@@ -89,6 +93,41 @@ class ResponseRewrite:
         new_status = self.status(status) if self.status is not None else status
         await send({**start, "status": new_status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
+
+
+class RequestRewrite:
+    """Rewrite the JSON bodies of matching requests before the mock sees them."""
+
+    def __init__(self, app: ASGIApp, matches: Callable[[str, str], bool], body: Callable[[Any], Any]) -> None:
+        self.app = app
+        self.matches = matches
+        self.body = body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.matches(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        raw = b"".join(chunks)
+        with contextlib.suppress(ValueError):
+            raw = json.dumps(self.body(json.loads(raw))).encode()
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(raw)).encode()))
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        await self.app({**scope, "headers": headers}, replay, send)
 
 
 class MutantMock(OpenSandboxMock):
@@ -166,12 +205,15 @@ class _GhostState(OpenSandboxState):
         with self.lock:
             self.refresh()
             added = [key for key in ghosts if key not in self.sandboxes]
-            self.sandboxes.update({key: ghosts[key] for key in added})
+            for key in added:
+                self.sandboxes[key] = ghosts[key]
+                self.index.put(ghosts[key])
             try:
                 return super().list(tenant, states, metadata, page, page_size)
             finally:
                 for key in added:
                     self.sandboxes.pop(key, None)
+                    self.index.drop(key)
 
 
 class _OldestFirstState(OpenSandboxState):
@@ -302,6 +344,21 @@ class RetryAfterDropped(MutantMock):
         return ResponseRewrite(app, lambda method, path: path.startswith("/v1/"), headers=strip)
 
 
+class UncheckedVolumesAndPlatform(MutantMock):
+    """Create never looks at ``volumes`` or ``platform``: bad ones are accepted (and a platform is not echoed)."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Drop both fields from create bodies before the mock reads them."""
+
+        def drop(body: Any) -> Any:
+            if isinstance(body, dict):
+                body.pop("volumes", None)
+                body.pop("platform", None)
+            return body
+
+        return RequestRewrite(app, lambda method, path: method == "POST" and path.rstrip("/") == "/v1/sandboxes", drop)
+
+
 class NoRequestIdOnErrors(MutantMock):
     """Error answers of the lifecycle API carry no ``X-Request-ID``."""
 
@@ -312,6 +369,86 @@ class NoRequestIdOnErrors(MutantMock):
             return [(k, v) for k, v in headers if status < 400 or k.lower() != b"x-request-id"]
 
         return ResponseRewrite(app, lambda method, path: path.startswith("/v1/"), headers=strip)
+
+
+class _DataPrefixedFrames:
+    """Add ``data: `` before every frame of execd's command streams (a proxy 'normalising' SSE)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/command"):
+            await self.app(scope, receive, send)
+            return
+        streaming = False
+
+        async def prefix(message: Message) -> None:
+            nonlocal streaming
+            if message["type"] == "http.response.start":
+                streaming = any(k.lower() == b"content-type" and b"event-stream" in v for k, v in message["headers"])
+            elif message["type"] == "http.response.body" and streaming and message.get("body"):
+                frames = message["body"].split(b"\n\n")
+                body = b"\n\n".join(b"data: " + f if f else f for f in frames)
+                message = {**message, "body": body}
+            await send(message)
+
+        await self.app(scope, receive, prefix)
+
+
+class DataPrefixedFrames(MutantMock):
+    """execd's command stream reaches the client as ``data: {...}`` frames instead of bare JSON objects."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Prefix every frame."""
+        return _DataPrefixedFrames(app)
+
+
+class _PtyLookupWrongCode:
+    """Answer ``GET .../44772/pty/{id}`` with 404 ``INVALID_REQUEST_BODY`` (the code of an unknown command)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and scope["method"] == "GET" and "/44772/pty/" in path:
+            session = path.rsplit("/", 1)[-1]
+            body = {"code": "INVALID_REQUEST_BODY", "message": f"pty session {session} not found"}
+            sent = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
+            headers = {"X-Request-ID": sent or uuid.uuid4().hex}
+            await JSONResponse(body, status_code=404, headers=headers)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class PtyLookupWrongCode(MutantMock):
+    """A missing PTY session answers execd's 404 with the wrong code (INVALID_REQUEST_BODY, not CONTEXT_NOT_FOUND)."""
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Answer PTY lookups with the wrong code."""
+        return _PtyLookupWrongCode(app)
+
+
+class _StdoutOnly:
+    """Run the emulator but drop what it writes to stderr."""
+
+    def __init__(self, inner: Runner) -> None:
+        self.inner = inner
+
+    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
+        """Yield the inner steps without stderr output."""
+        for step in self.inner.run(command, env=env, cwd=cwd):
+            if not (isinstance(step, Output) and step.stream == "stderr"):
+                yield step
+
+
+class LogsStdoutOnly(OpenSandboxMock):
+    """A command's stderr is lost: a background command's logs hold only its stdout."""
+
+    def make_runner(self, sb: SandboxRecord, gate: PolicyGate) -> Runner:
+        """Wrap the emulator's runner so that stderr output is dropped."""
+        return _StdoutOnly(super().make_runner(sb, gate))
 
 
 # --- the catalogue ------------------------------------------------------------------------------------
@@ -326,6 +463,8 @@ class MockMutant:
     operation: str
     killed_by: frozenset[str]
     build: Callable[[], OpenSandboxMock]
+    contract: str = ""
+    choice: str = ""
 
     def __call__(self) -> OpenSandboxMock:
         """Build a fresh instance of the wrong mock."""
@@ -343,6 +482,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"first_sandbox", "create"}),
         Create200,
+        contract="lifecycle_answer",
     ),
     MockMutant(
         "null-expires-at",
@@ -350,6 +490,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"first_sandbox", "create", "get", "invariant", "list_sandboxes"}),
         NullExpiresAt,
+        contract="sandbox_body",
     ),
     MockMutant(
         "deleted-still-listed",
@@ -357,6 +498,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"invariant", "list_sandboxes"}),
         _state_mutant(_GhostState),
+        contract="listing",
     ),
     MockMutant(
         "list-oldest-first",
@@ -364,6 +506,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"invariant", "list_sandboxes"}),
         _state_mutant(_OldestFirstState),
+        contract="listing",
     ),
     MockMutant(
         "state-filter-case-sensitive",
@@ -371,6 +514,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "lifecycle",
         frozenset({"list_sandboxes"}),
         _state_mutant(_CaseSensitiveStateFilter),
+        contract="listing",
     ),
     MockMutant(
         "pause-while-paused",
@@ -378,6 +522,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "pause-resume",
         frozenset({"pause"}),
         _state_mutant(_PauseWhilePausedState),
+        contract="lifecycle_answer",
     ),
     MockMutant(
         "renew-ignored",
@@ -385,6 +530,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "renew",
         frozenset({"invariant", "get", "renew"}),
         _state_mutant(_RenewIgnoredState),
+        contract="listing",
     ),
     MockMutant(
         "never-expires",
@@ -392,6 +538,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "expiry",
         frozenset({"invariant", "get", "renew", "list_sandboxes"}),
         _state_mutant(_NeverExpiresState),
+        contract="listing",
     ),
     MockMutant(
         "patch-replaces",
@@ -399,6 +546,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "egress-policy",
         frozenset({"egress_patch", "egress_get", "egress_probe", "egress_delete"}),
         PatchReplaces,
+        contract="egress_policy",
     ),
     MockMutant(
         "create-policy-ignored",
@@ -406,6 +554,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "egress-policy",
         frozenset({"egress_probe"}),
         CreatePolicyIgnored,
+        contract="egress_decision",
     ),
     MockMutant(
         "non-zero-exit-succeeds",
@@ -413,6 +562,7 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "execd",
         frozenset({"run_command"}),
         ZeroExit,
+        contract="command_result",
     ),
     MockMutant(
         "retry-after-dropped",
@@ -420,6 +570,16 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         "faults",
         frozenset({"inject_fault"}),
         RetryAfterDropped,
+        contract="admin_api",
+        choice="fault injection is sandproof's own admin API: whether an injected fault keeps the headers it was given is sandproof's design, not the provider's",
+    ),
+    MockMutant(
+        "volumes-and-platform-unchecked",
+        "create accepts any volumes and platform",
+        "lifecycle",
+        frozenset({"first_sandbox", "create"}),
+        UncheckedVolumesAndPlatform,
+        contract="lifecycle_answer",
     ),
     MockMutant(
         "no-request-id-on-errors",
@@ -439,6 +599,31 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
             }
         ),
         NoRequestIdOnErrors,
+        contract="request_id",
+    ),
+    MockMutant(
+        "data-prefixed-frames",
+        "execd's SSE frames carry a `data: ` prefix",
+        "execd",
+        frozenset({"run_command", "background_logs"}),
+        DataPrefixedFrames,
+        contract="execd_sse_framing",
+    ),
+    MockMutant(
+        "pty-lookup-wrong-code",
+        "a missing PTY session answers 404 INVALID_REQUEST_BODY instead of CONTEXT_NOT_FOUND",
+        "execd",
+        frozenset({"pty_missing"}),
+        PtyLookupWrongCode,
+        contract="pty_missing_code",
+    ),
+    MockMutant(
+        "logs-stdout-only",
+        "a background command's logs lose its stderr",
+        "execd",
+        frozenset({"background_logs"}),
+        LogsStdoutOnly,
+        contract="background_logs",
     ),
 )
 

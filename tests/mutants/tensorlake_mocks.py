@@ -1,14 +1,18 @@
 """Deliberately wrong TensorLake mocks: each must make ``harness.machines.tensorlake.machine`` fail.
 
 Every mutant is a :class:`TensorLakeMock` with one plausible defect, put in by swapping one part of the mock:
-its state model, its lifecycle API, its lifecycle routes, its proxy rules or its egress gate. The machine's
-oracle keeps the true model functions, so a mutant is caught only if the contracts see the defect. ``defect`` says what is wrong,
-``caught_by`` names the operation group of :data:`harness.machines.tensorlake.machine.OPERATIONS` aimed at it.
-Importing this module registers them with :mod:`harness.reporting.mutation` as suite ``tensorlake-api``.
+its state model, its lifecycle API, its lifecycle routes, its proxy rules or its egress gate, or by wrapping its
+ASGI app (:meth:`MutantMock.mutate`). The machine's oracle keeps the true model functions, so a mutant is caught
+only if the contracts see the defect. ``defect`` says what is wrong, ``caught_by`` names the operation group of
+:data:`harness.machines.tensorlake.machine.OPERATIONS` aimed at it and ``contract`` the tagged contract expected
+to kill it; a mutant that differs only where the sources are silent says why in ``choice`` (only a choice
+contract, under ``--strict``, can kill it). Importing this module registers them with
+:mod:`harness.reporting.mutation` as suite ``tensorlake-api``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import Iterable
@@ -17,6 +21,7 @@ from typing import Any, ClassVar
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contracts.tensorlake import Decision, NetworkConfig, PolicyError, decide_egress
 from harness.reporting.mutation import register_mutants
@@ -37,6 +42,8 @@ class MutantMock(TensorLakeMock):
 
     defect: ClassVar[str] = ""
     caught_by: ClassVar[str] = ""
+    contract: ClassVar[str] = ""
+    choice: ClassVar[str] = ""
     model_class: ClassVar[type[TensorLakeModel]] = TensorLakeModel
     lifecycle_class: ClassVar[type[LifecycleApi]] = LifecycleApi
     routes_class: ClassVar[type[LifecycleRoutes]] = LifecycleRoutes
@@ -60,6 +67,14 @@ class MutantMock(TensorLakeMock):
         """Return this mutant's lifecycle routes."""
         return self.routes_class(LifecycleContext(self.lifecycle, self.clock)).routes()
 
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Wrap the fully built app (identity by default)."""
+        return app
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """Put :meth:`mutate` outside the journal and faults."""
+        return self.mutate(super().wrap(app))
+
 
 # --- wrong models -------------------------------------------------------------------------------------------
 
@@ -76,6 +91,7 @@ class PatchNullIgnored(MutantMock):
 
     defect = "PATCH network:null is ignored"
     caught_by = "update"
+    contract = "policy_kept"
     model_class = _NullIgnoredModel
 
 
@@ -91,6 +107,7 @@ class OmittedNetworkClears(MutantMock):
 
     defect = "an omitted network key clears the policy"
     caught_by = "update"
+    contract = "policy_kept"
     model_class = _OmittedClearsModel
 
 
@@ -107,6 +124,11 @@ class PortsNotNormalised(MutantMock):
 
     defect = "exposed_ports kept unsorted and with duplicates"
     caught_by = "update"
+    contract = "sandbox_info_exact"
+    choice = (
+        "the docs and captures do not say the service stores exposed_ports sorted and without duplicates (the SDK "
+        "sends them so); the same ports are exposed either way"
+    )
     model_class = _RawPortsModel
 
 
@@ -125,6 +147,11 @@ class ExposesManagementPort(MutantMock):
 
     defect = "9501 accepted as an exposed port"
     caught_by = "ports-ingress"
+    contract = "request_validation"
+    choice = (
+        "the docs do not say the service refuses 9501 in exposed_ports (the SDK and CLI refuse it themselves); "
+        "the management port stays behind auth either way, which ingress_admission checks"
+    )
     model_class = _ManagementPortModel
 
 
@@ -150,6 +177,7 @@ class HalfAppliedPatch(MutantMock):
 
     defect = "a rejected PATCH leaves a half-applied policy"
     caught_by = "update"
+    contract = "rejected_update_keeps_state"
     model_class = _HalfAppliedModel
 
 
@@ -170,6 +198,7 @@ class SuspendEphemeral(MutantMock):
 
     defect = "suspend allowed on an ephemeral sandbox"
     caught_by = "suspend-resume"
+    contract = "suspend_named_only"
     model_class = _SuspendAnyModel
 
 
@@ -188,6 +217,7 @@ class TimeoutKillsNamed(MutantMock):
 
     defect = "timeout terminates named sandboxes"
     caught_by = "timeouts"
+    contract = "listing"
     model_class = _TimeoutKillsModel
 
 
@@ -217,6 +247,7 @@ class NameKeptAfterDelete(MutantMock):
 
     defect = "a deleted sandbox's name is never freed"
     caught_by = "lifecycle"
+    contract = "name_conflict"
     model_class = _StickyNameModel
 
 
@@ -236,6 +267,7 @@ class NoWaitCreate200(MutantMock):
 
     defect = "200 instead of 202 on a wait:false create"
     caught_by = "lifecycle"
+    contract = "create_answer"
     routes_class = _SyncCreateRoutes
 
 
@@ -260,6 +292,7 @@ class ManagementPortPublic(MutantMock):
 
     defect = "9501 reachable without auth"
     caught_by = "ports-ingress"
+    contract = "ingress_admission"
     ingress_class = _PublicManagementIngress
 
 
@@ -275,6 +308,7 @@ class SessionCookieForwarded(MutantMock):
 
     defect = "the platform session cookie is forwarded to the sandbox"
     caught_by = "ports-ingress"
+    contract = "cookie_stripped"
     ingress_class = _CookieLeakIngress
 
 
@@ -291,6 +325,11 @@ class ForeignKeyCalledInvalid(MutantMock):
 
     defect = "a foreign project's key answers 401 instead of 403"
     caught_by = "ports-ingress"
+    contract = "exact_status"
+    choice = (
+        "the docs say the proxy authorizes the request, not whether another project's key answers 401 or 403; "
+        "the request is refused either way"
+    )
     ingress_class = _ForeignKeyInvalidIngress
 
 
@@ -304,6 +343,11 @@ class ProjectKeyForwarded(MutantMock):
 
     defect = "the project API key is forwarded to the sandbox"
     caught_by = "ports-ingress"
+    contract = "project_key_stripped"
+    choice = (
+        "the docs do not say whether the proxy passes Authorization to the app; sandproof strips the project key "
+        "(issue 12, item 3) so sandbox code cannot read it"
+    )
     ingress_class = _KeyLeakIngress
 
 
@@ -329,6 +373,7 @@ class DenyDoesNotWin(MutantMock):
 
     defect = "deny_out does not win over allow_out in probes"
     caught_by = "egress-probe"
+    contract = "egress_decision"
     gate_class = _AllowFirstGate
 
 
@@ -349,7 +394,151 @@ class WildcardMatchesApex(MutantMock):
 
     defect = "a wildcard entry matches its apex in probes"
     caught_by = "egress-probe"
+    contract = "egress_decision"
     gate_class = _ApexGate
+
+
+# --- wrong wire -----------------------------------------------------------------------------------------------
+
+_PORT_HOST = re.compile(r"^(\d+)-([a-z0-9-]+)\.")
+_PATCH_PATH = re.compile(r"^(?:/v1/namespaces/[^/]+)?/sandboxes/([^/]+)/?$")
+
+
+def _host(scope: Scope) -> str:
+    return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "")
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+class _RefuseWebSockets:
+    """Close every WebSocket to a user port before accepting it (plain HTTP still passes)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and _PORT_HOST.match(_host(scope)):
+            await receive()
+            await send({"type": "websocket.close", "code": 1008, "reason": "no upgrades"})
+            return
+        await self.app(scope, receive, send)
+
+
+class WebSocketsRefused(MutantMock):
+    """The proxy forwards HTTP to user ports but refuses every WebSocket upgrade."""
+
+    defect = "WebSocket upgrades to user ports are refused"
+    caught_by = "ports-ingress"
+    contract = "websocket_upgrade"
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Refuse upgrades in front of the proxy."""
+        return _RefuseWebSockets(app)
+
+
+class _CloseOnPolicyUpdate:
+    """Close a sandbox's open WebSockets when a PATCH carrying ``network`` arrives for it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.open: dict[str, list[asyncio.Event]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and (found := _PORT_HOST.match(_host(scope))):
+            await self._socket(found.group(2), scope, receive, send)
+            return
+        patched = _PATCH_PATH.match(scope.get("path", "")) if scope["type"] == "http" else None
+        if patched is None or scope["method"] != "PATCH":
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        if b'"network"' in body:
+            for stop in self.open.get(patched.group(1), []):
+                stop.set()
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _socket(self, label: str, scope: Scope, receive: Receive, send: Send) -> None:
+        stop = asyncio.Event()
+        self.open.setdefault(label, []).append(stop)
+
+        async def guarded() -> Message:
+            message = asyncio.ensure_future(receive())
+            stopped = asyncio.ensure_future(stop.wait())
+            done, _ = await asyncio.wait({message, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if message in done:
+                stopped.cancel()
+                return message.result()
+            message.cancel()
+            await send({"type": "websocket.close", "code": 1012, "reason": "policy updated"})
+            return {"type": "websocket.disconnect", "code": 1012}
+
+        try:
+            await self.app(scope, guarded, send)
+        finally:
+            self.open[label].remove(stop)
+
+
+class ConnectionDroppedOnUpdate(MutantMock):
+    """A policy PATCH closes the sandbox's established connections (here: open WebSockets into it)."""
+
+    defect = "a network PATCH drops established connections"
+    caught_by = "update"
+    contract = "update_keeps_connection"
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Close WebSockets on a policy PATCH."""
+        return _CloseOnPolicyUpdate(app)
+
+
+class _BareJsonStream:
+    """Send the run stream's events as bare JSON objects (execd's framing) instead of ``data:`` frames."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope.get("path", "").endswith("/processes/run"):
+            await self.app(scope, receive, send)
+            return
+
+        async def strip(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                body = message.get("body", b"")
+                message = {**message, "body": body.replace(b"data: ", b"")}
+            await send(message)
+
+        await self.app(scope, receive, strip)
+
+
+class BareJsonRunStream(MutantMock):
+    """``/api/v1/processes/run`` streams bare JSON objects, without the ``data:`` prefix the SDK's SSE reader needs."""
+
+    defect = "the run stream's frames lack `data: `"
+    caught_by = "egress-probe"
+    contract = "run_stream_framing"
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Strip the prefix from the run stream."""
+        return _BareJsonStream(app)
 
 
 MUTANTS: tuple[type[MutantMock], ...] = (
@@ -368,6 +557,9 @@ MUTANTS: tuple[type[MutantMock], ...] = (
     ForeignKeyCalledInvalid,
     DenyDoesNotWin,
     WildcardMatchesApex,
+    WebSocketsRefused,
+    ConnectionDroppedOnUpdate,
+    BareJsonRunStream,
 )
 
 
@@ -381,6 +573,8 @@ register_mutants(SUITE, {mutant_name(m): m for m in MUTANTS})
 __all__ = [
     "MUTANTS",
     "SUITE",
+    "BareJsonRunStream",
+    "ConnectionDroppedOnUpdate",
     "DenyDoesNotWin",
     "ExposesManagementPort",
     "ForeignKeyCalledInvalid",
@@ -396,6 +590,7 @@ __all__ = [
     "SessionCookieForwarded",
     "SuspendEphemeral",
     "TimeoutKillsNamed",
+    "WebSocketsRefused",
     "WildcardMatchesApex",
     "mutant_name",
 ]

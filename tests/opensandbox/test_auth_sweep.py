@@ -15,6 +15,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
+from mockserver.asgi.routing import OnFirstCall
 from mockserver.opensandbox import ANY_KEY, OpenSandboxMock
 from mockserver.opensandbox.model.auth import ADMIN_PREFIX, EXEMPT_PATHS, KeyOption
 from mockserver.opensandbox.routes.ports import PortDispatcher
@@ -53,7 +54,8 @@ def _starlette(app: Any) -> Starlette:
 def _leaves(routes: list[BaseRoute], prefix: str = "") -> Iterator[Leaf]:
     for route in routes:
         if isinstance(route, Mount) and isinstance(route.app, PortDispatcher):
-            for port, router in route.app.ctx.services.items():
+            for port, service in route.app.ctx.services.items():
+                router: Any = service.get() if isinstance(service, OnFirstCall) else service
                 mount = prefix + route.path.replace("{port:int}", str(port))
                 yield from _leaves(router.routes, mount)
         elif isinstance(route, Route):
@@ -79,14 +81,15 @@ class Tenants:
     sandbox_id: str
     snapshot_id: str
 
-    def path(self, leaf: Leaf) -> str:
-        values = {"sandbox_id": self.sandbox_id, "snapshot_id": self.snapshot_id, "port": "44772"}
+    def path(self, leaf: Leaf, *, missing: bool = False) -> str:
+        sandbox, snapshot = ("no-such-id", "no-such-id") if missing else (self.sandbox_id, self.snapshot_id)
+        values = {"sandbox_id": sandbox, "snapshot_id": snapshot, "port": "44772"}
         return _PARAM.sub(lambda m: values.get(m.group(1), "x"), leaf.template)
 
-    def send(self, leaf: Leaf, key: str | None) -> httpx.Response:
+    def send(self, leaf: Leaf, key: str | None, *, missing: bool = False) -> httpx.Response:
         headers = {} if key is None else {"OPEN-SANDBOX-API-KEY": key}
         body = None if leaf.method == "GET" else ANY_BODY
-        return self.client.request(leaf.method, self.path(leaf), headers=headers, json=body)
+        return self.client.request(leaf.method, self.path(leaf, missing=missing), headers=headers, json=body)
 
 
 @pytest.fixture(params=["pinned", "any-key"])
@@ -110,6 +113,8 @@ def _refused_for_the_tenant(leaf: Leaf, response: httpx.Response, t: Tenants) ->
         return t.sandbox_id not in response.text and t.snapshot_id not in response.text
     if leaf.template.startswith("/direct/"):
         return response.status_code == 502 and response.text == "Bad Gateway"  # as for no such sandbox
+    if response.status_code == 422:  # the body is checked before any lookup: the answer for no such sandbox
+        return response.json() == t.send(leaf, t.key_b, missing=True).json()
     return response.status_code == 404 and str(response.json().get("code", "")).endswith("NOT_FOUND")
 
 

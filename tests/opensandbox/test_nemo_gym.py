@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+import httpx
 import pytest
 from opensandbox.exceptions import SandboxApiException
 
@@ -22,6 +23,7 @@ from mockserver.opensandbox import OpenSandboxMock
 from .conftest import API_KEY, RUNTIMES, run
 
 RUN_ID, USER = "run-1", "u"
+CREATE = {"image": {"uri": "python:3.11"}, "entrypoint": ["sleep"], "resourceLimits": {"cpu": "1"}, "timeout": 600}
 
 
 @pytest.fixture(scope="module")
@@ -139,19 +141,46 @@ def test_submit_502_raises_backend_unreachable(gym: ModuleType, mock: OpenSandbo
     run(scenario())
 
 
-def test_oom_evidence_after_502(gym: ModuleType, mock: OpenSandboxMock, srv: MockServer) -> None:
+@pytest.mark.parametrize(
+    ("wording", "message", "reported"),
+    [
+        # The real 1.1.1 Docker wording: NeMo Gym's OOM pattern does not match it, so the OOM goes unnamed.
+        ("docker-1.1.1", "Sandbox container exited with code 137.", "unreachable through 2 submissions"),
+        ("docker-oomkilled-flag", "Sandbox container exited with code 137 (OOMKilled).", "OOM-killed"),
+    ],
+)
+def test_oom_evidence_after_502(
+    gym: ModuleType, mock: OpenSandboxMock, srv: MockServer, wording: str, message: str, reported: str
+) -> None:
     async def scenario() -> None:
         p = provider(gym, srv.url)
         handle = await p.create(spec())
-        mock.catalogue.oom_on_next_exec(handle.sandbox_id)
-        with pytest.raises(gym.provider.SandboxBackendUnreachableError, match="OOM-killed") as caught:
+        mock.catalogue.oom_on_next_exec(handle.sandbox_id, wording)
+        with pytest.raises(gym.provider.SandboxBackendUnreachableError, match=reported) as caught:
             await p.exec(handle, "echo x")
-        assert "state='Failed'" in str(caught.value) and "137" in str(caught.value)
-        assert mock.sandbox(handle.sandbox_id).state == "Failed"
+        if reported == "OOM-killed":
+            assert "state='Failed'" in str(caught.value) and "137" in str(caught.value)
+        else:
+            assert "OOM-killed" not in str(caught.value)
+        sb = mock.sandbox(handle.sandbox_id)
+        assert (sb.state, sb.message) == ("Failed", message)
         await p.close(handle)
         await p.aclose()
 
     run(scenario())
+
+
+def test_the_default_oom_wording_is_the_real_docker_one(mock: OpenSandboxMock) -> None:
+    """Issue 12.13: real 1.1.1 Docker words an OOM kill by its exit code only."""
+    with mock.server() as server, httpx.Client(base_url=server.url, headers={"OPEN-SANDBOX-API-KEY": API_KEY}) as c:
+        sid = c.post("/v1/sandboxes", json=CREATE).json()["id"]
+        mock.oom_kill(sid)
+        assert c.get(f"/v1/sandboxes/{sid}").json()["status"] | {"lastTransitionAt": None} == {
+            "state": "Failed",
+            "reason": "CONTAINER_EXITED_ERROR",
+            "message": "Sandbox container exited with code 137.",
+            "lastTransitionAt": None,
+        }
 
 
 def test_pending_pod_times_out_and_create_is_retried(gym: ModuleType, mock: OpenSandboxMock, srv: MockServer) -> None:
@@ -257,5 +286,24 @@ def test_create_pty_and_attach_pty_drive_a_real_shell(
         assert await pipe.wait_exit(timeout_s=10) == 0
         await p.close(handle)
         await p.aclose()
+
+    run(scenario())
+
+
+def test_pty_attach_to_a_missing_session_fails_at_once(gym: ModuleType, srv: MockServer) -> None:
+    """NG-F13: ``GET /pty/{sid}`` answers 404 ``CONTEXT_NOT_FOUND``, so ``attach_pty`` raises without a WebSocket."""
+    from nemo_gym.sandbox.providers.base import SandboxPtyError, SandboxPtySpec
+
+    async def scenario() -> None:
+        p = provider(gym, srv.url)
+        handle = await p.create(spec())
+        try:
+            with pytest.raises(SandboxPtyError, match="PTY session nope not found"):
+                await p.attach_pty(handle, "nope")
+            with pytest.raises(SandboxPtyError, match="501"):
+                await p.create_pty(handle, SandboxPtySpec(command="bash"))
+        finally:
+            await p.close(handle)
+            await p.aclose()
 
     run(scenario())

@@ -98,10 +98,21 @@ REJECTED: dict[str, tuple[dict[str, Any], tuple[int, str], str]] = {
         (400, INVALID),
         "secureAccess is not supported when runtime.type='docker'.",
     ),
-    "limits-before-timeout": (
+    # Measured on the real 1.1.1 server: the expiry is checked after the platform, before secureAccess and limits.
+    "timeout-before-limits": (
         body(timeout=10**12, resourceLimits={"cpu": "lots"}),
         (400, INVALID),
-        "Invalid resourceLimits.cpu",
+        "Sandbox timeout 1000000000000s is too large",
+    ),
+    "timeout-before-secure-access": (
+        body(timeout=10**12, secureAccess=True),
+        (400, INVALID),
+        "Sandbox timeout 1000000000000s is too large",
+    ),
+    "platform-before-timeout": (
+        body(timeout=10**12, platform={"os": "plan9", "arch": "amd64"}),
+        (400, INVALID),
+        "Unsupported platform.os 'plan9'. Supported values: ['linux', 'windows'].",
     ),
     "pool-ref": (body(extensions={"poolRef": "p"}), (400, "SANDBOX::UNSUPPORTED_POOL_REF"), ""),
 }

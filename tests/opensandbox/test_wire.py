@@ -246,6 +246,34 @@ def test_execd_sse_framing_status_and_timeout(mock: OpenSandboxMock, client: htt
     assert [e["type"] for e in bg] == ["init", "execution_complete"]
 
 
+def test_missing_working_directory_is_a_400_before_streaming(mock: OpenSandboxMock, client: httpx.Client) -> None:
+    """Issue 12.11: real execd 1.0.11+ answers 400 ``INVALID_REQUEST_BODY`` (NeMo Gym does not retry it), not 500."""
+    sid = create(client)["id"]
+    resp = client.post(f"/direct/{sid}/44772/command", json={"command": "echo hi", "cwd": "/home/user"})
+    assert (resp.status_code, resp.json()) == (
+        400,
+        {
+            "code": "INVALID_REQUEST_BODY",
+            "message": "invalid request, validation error working directory does not exist: /home/user",
+        },
+    )
+    assert mock.sandbox(sid).commands == {}
+
+
+def test_pty_routes_answer_execds_error_shapes(client: httpx.Client) -> None:
+    """Issue 12.12: a PTY session lookup is execd's 404 ``CONTEXT_NOT_FOUND`` (NeMo Gym keys on the code)."""
+    sid = create(client)["id"]
+    for base in (f"/direct/{sid}/44772", f"/v1/sandboxes/{sid}/proxy/44772"):
+        for method in ("GET", "DELETE"):
+            resp = client.request(method, f"{base}/pty/nope")
+            assert (resp.status_code, resp.json()) == (
+                404,
+                {"code": "CONTEXT_NOT_FOUND", "message": "pty session nope not found"},
+            ), (base, method)
+        made = client.post(f"{base}/pty", json={"cwd": "/tmp"})
+        assert (made.status_code, made.json()["code"]) == (501, "NOT_SUPPORTED")
+
+
 def test_egress_sidecar_errors_are_plain_text(mock: OpenSandboxMock, client: httpx.Client) -> None:
     sid = create(client, networkPolicy={"defaultAction": "deny", "egress": [{"action": "allow", "target": "a.com"}]})[
         "id"

@@ -53,6 +53,8 @@ def test_check_passes_against_the_served_opensandbox_mock(
         env = {**os.environ, "OPEN_SANDBOX_API_KEY": key}
         command = [sys.executable, "-m", "sandproof.cli", "check", "--target", f"opensandbox:{url}", "--profile", "dev"]
         done = subprocess.run([*command, *only, "-q"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
-    verdict = next((line for line in done.stdout.splitlines() if line.startswith("sandproof check PASSED")), "")
+    lines = done.stdout.splitlines()
+    verdict = next((line for line in lines if line.startswith("sandproof check ")), done.stdout[-2000:])
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert " 0 failed" in verdict, done.stdout[-4000:]
+    assert "sandproof check PASSED" in verdict and " 0 failed" in verdict, verdict
+    assert lines[-1].startswith("sandproof check: spec "), lines[-1]  # the checks per strength come last

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from mockserver.state_file import StateSaver, load_state, save_state
+from mockserver.state_file import load_state, save_state
 from tests.demo_mock import DemoMock
 
 
@@ -31,14 +31,3 @@ def test_load_rejects_garbage_and_keeps_state(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         load_state(path, {"demo": mock})
     assert mock.items == {"keep": {"value": 0}}
-
-
-def test_saver_writes_only_after_requests_and_on_stop(tmp_path: Path) -> None:
-    path = tmp_path / "s.json"
-    mock = DemoMock()
-    saver = StateSaver(path, {"demo": mock})
-    assert saver.save_if_changed() is False
-    assert not path.exists()
-    mock.items["b"] = {"value": 2}
-    saver.stop()
-    assert json.loads(path.read_text())["demo"]["state"]["items"] == {"b": {"value": 2}}

@@ -2,8 +2,12 @@
 
 :class:`MachineBase` opens a client per example, resets the target (with the admin API), keeps the oracle and
 the id map, and checks every answer's status, error code, ``X-Request-ID`` and body; the rules live in
-:mod:`harness.machines.opensandbox.lifecycle_rules` and :mod:`harness.machines.opensandbox.machine`. :func:`run_machine` runs a
-machine class with a known seed and adds the replay line to a failure.
+:mod:`harness.machines.opensandbox.lifecycle_rules` and :mod:`harness.machines.opensandbox.machine`.
+
+Every check is a tagged contract of suite ``opensandbox-api`` (:data:`CONTRACTS` here and in those modules).
+Most are ``observed``: the lifecycle answers were measured against the real opensandbox-server 1.1.1 (the
+differential run), execd's from its Go source and the SDK. The NeMo Gym provider page and the egress OpenAPI
+document back the ``spec`` ones; sandproof's own admin API and the emulator's exact answers are ``choice``.
 """
 
 from __future__ import annotations
@@ -19,19 +23,26 @@ from urllib.parse import urlsplit
 import httpx
 from hypothesis.stateful import RuleBasedStateMachine
 
-from harness.machines.common import Handle, json_body, when_enabled
-from harness.machines.opensandbox.compare import ANY, ContractViolation, Expected, diff
+from harness.machines.common import Handle, add_contract, hold, json_body, when_enabled
+from harness.machines.opensandbox.compare import ANY, Expected, diff
 from harness.machines.opensandbox.oracle import Oracle
+from harness.strength import Contract, choice, observed
 from mockserver.admin.client import AdminClient
 from mockserver.core import VirtualClock
 from mockserver.opensandbox.model.profiles import RuntimeProfile
 
 __all__ = [
+    "ADMIN_API",
     "ADMIN_OPERATIONS",
     "ADMIN_RULES",
     "ALL_RULES",
+    "CONTRACTS",
     "EGRESS_RULES",
+    "LIFECYCLE_ANSWER",
+    "NOT_FOUND",
     "OPERATIONS",
+    "SANDBOX_BODY",
+    "SUITE",
     "ClientFactory",
     "MachineBase",
     "MachineConfig",
@@ -47,7 +58,7 @@ OPERATIONS: dict[str, frozenset[str]] = {
     "pause-resume": frozenset({"create", "get", "pause", "resume", "delete"}),
     "renew": frozenset({"create", "get", "renew", "delete"}),
     "endpoints": frozenset({"create", "endpoint", "pause", "resume", "delete"}),
-    "execd": frozenset({"create", "run_command", "pause", "resume", "delete"}),
+    "execd": frozenset({"create", "run_command", "background_logs", "pty_missing", "pause", "resume", "delete"}),
     "egress-policy": frozenset(
         {
             "create",
@@ -71,6 +82,68 @@ ADMIN_OPERATIONS = frozenset({"faults", "expiry"})
 ADMIN_RULES = frozenset({"inject_fault", "advance_clock"})
 #: Rules that need sandboxes with an egress sidecar (a ``networkPolicy``).
 EGRESS_RULES = frozenset({"create_with_policy", "egress_get", "egress_patch", "egress_delete", "egress_probe"})
+
+
+SUITE = "opensandbox-api"
+#: The contracts this module checks, by name.
+CONTRACTS: dict[str, Contract] = {}
+_WIRE = "opensandbox-wire.md"
+_REAL = "the real opensandbox-server 1.1.1 in the differential run (docs/differential-findings.md)"
+
+ANSWERS = add_contract(
+    CONTRACTS,
+    SUITE,
+    "answers",
+    observed(f"{_WIRE} §2.5", "a failed connection is SandboxConnectionException, a timeout SandboxTimeoutException"),
+    "Every request gets an HTTP answer: no refused connection, reset or timeout.",
+)
+REQUEST_ID = add_contract(
+    CONTRACTS,
+    SUITE,
+    "request_id",
+    observed(f"{_WIRE} §3", "every lifecycle answer carries X-Request-ID, the request's own when it sent one"),
+    "Every /v1 answer, errors included, carries X-Request-ID, echoed when the request had one.",
+)
+LIFECYCLE_ANSWER = add_contract(
+    CONTRACTS,
+    SUITE,
+    "lifecycle_answer",
+    observed(f"{_WIRE} §3 and {_REAL}", "each route's status and its flat {code, message} error body"),
+    "Create, pause, resume, renew, metadata and delete answer the real server's status and error code.",
+)
+VALIDATION_DETAIL = add_contract(
+    CONTRACTS,
+    SUITE,
+    "validation_detail",
+    observed(f"{_WIRE} §3 and {_REAL}", 'FastAPI\'s 422 keeps its {"detail": [...]} body, not normalised'),
+    "A 422 carries FastAPI's detail list.",
+)
+NOT_FOUND = add_contract(
+    CONTRACTS,
+    SUITE,
+    "not_found",
+    observed(f"{_WIRE} §3, §7 and {_REAL}", "an unknown, deleted or expired id answers 404 DOCKER::SANDBOX_NOT_FOUND"),
+    "Every operation on a sandbox that does not exist (never, or no longer) answers 404 with the runtime's code.",
+)
+SANDBOX_BODY = add_contract(
+    CONTRACTS,
+    SUITE,
+    "sandbox_body",
+    observed(
+        f"{_WIRE} §3.1 and {_REAL}",
+        "the Sandbox JSON: id, image, status {state, reason, lastTransitionAt}, metadata, entrypoint, RFC 3339 "
+        "expiresAt and createdAt, null fields left out",
+    ),
+    "Every Sandbox, list and renew body is the model's (ids mapped, times as instants, status.message left out).",
+)
+ADMIN_API = add_contract(
+    CONTRACTS,
+    SUITE,
+    "admin_api",
+    choice("the /_mock admin API (faults, clock) is sandproof's own; a fault answers as given, once"),
+    "With the admin API: both clocks move alike, and an injected fault answers once with its status, code and "
+    "headers (Retry-After).",
+)
 
 
 @dataclass(repr=False)
@@ -175,39 +248,95 @@ class MachineBase(RuleBasedStateMachine):
                 content=None if body is ANY else json.dumps(body).encode(),
             )
         except httpx.HTTPError as exc:
-            raise ContractViolation(rule, f"{method} {url}: transport error {type(exc).__name__}: {exc}") from exc
+            hold(ANSWERS, False, rule, f"{method} {url}: transport error {type(exc).__name__}: {exc}")
+            raise AssertionError("unreachable: an observed breach raises") from exc
+        hold(ANSWERS, True, rule, "")
         if urlsplit(str(response.request.url)).path.startswith("/v1/"):
             got = response.headers.get("x-request-id")
-            if not got:
-                raise ContractViolation(rule, f"{method} {url} -> {response.status_code} has no X-Request-ID header")
-            if request_id is not None and got != request_id:
-                raise ContractViolation(rule, f"{method} {url}: X-Request-ID {request_id!r} came back as {got!r}")
+            where = f"{method} {url} -> {response.status_code}"
+            hold(REQUEST_ID, bool(got), rule, f"{where} has no X-Request-ID header")
+            if request_id is not None and got:
+                hold(REQUEST_ID, got == request_id, rule, f"{where}: X-Request-ID {request_id!r} came back as {got!r}")
         return response
 
-    def _check(self, rule: str, response: httpx.Response, expected: Expected) -> Any:
-        """Compare status, error code and (normalised by the caller) body shape; return the parsed JSON or None."""
+    def _check(
+        self,
+        rule: str,
+        response: httpx.Response,
+        expected: Expected,
+        contract: Contract,
+        *,
+        refusal: Contract | None = None,
+        exact: Contract | None = None,
+    ) -> Any:
+        """Compare status, error code and the 422 body shape; return the parsed JSON or None.
+
+        Whether the request is accepted or refused breaches ``contract`` (``refusal`` when the model refuses and
+        the target accepts); which status or code a refusal carries breaches ``exact`` (default: the same).
+        """
         where = f"{response.request.method} {response.request.url.path}"
+        evidence = f"{where} -> {response.status_code}: {response.text[:300]}"
         status = response.status_code
+        refused = expected.status >= 400
+        decision = (refusal or contract) if refused else contract
+        detail = exact or decision
         if status >= 500 and not self.bookkeeping.fault_armed and expected.status < 500:
-            raise ContractViolation(rule, f"{where} -> {status} without an injected fault: {response.text[:200]!r}")
-        if status != expected.status:
-            raise ContractViolation(
-                rule, f"{where} -> {status}, the model says {expected.status}: {response.text[:200]!r}"
+            hold(
+                contract,
+                False,
+                rule,
+                f"{where} -> {status} without an injected fault: {response.text[:200]!r}",
+                evidence,
             )
+            return json_body(response)
+        if (status >= 400) != refused:
+            hold(
+                decision,
+                False,
+                rule,
+                f"{where} -> {status}, the model says {expected.status}: {response.text[:200]!r}",
+                evidence,
+            )
+            return json_body(response)
+        hold(decision, True, rule, "")
+        if not hold(
+            detail,
+            status == expected.status,
+            rule,
+            f"{where} -> {status}, the model says {expected.status}: {response.text[:200]!r}",
+            evidence,
+        ):
+            return json_body(response)
         data = json_body(response)
         if expected.code is not None:
             got = data.get("code") if isinstance(data, dict) else None
-            if got != expected.code:
-                raise ContractViolation(rule, f"{where} -> {status} code {got!r}, the model says {expected.code!r}")
-        if expected.validation and not (isinstance(data, dict) and isinstance(data.get("detail"), list)):
-            raise ContractViolation(rule, f"{where} -> 422 without a FastAPI detail list: {response.text[:200]!r}")
+            hold(
+                detail,
+                got == expected.code,
+                rule,
+                f"{where} -> {status} code {got!r}, the model says {expected.code!r}",
+                evidence,
+            )
+        if expected.validation:
+            hold(
+                VALIDATION_DETAIL,
+                isinstance(data, dict) and isinstance(data.get("detail"), list),
+                rule,
+                f"{where} -> 422 without a FastAPI detail list: {response.text[:200]!r}",
+                evidence,
+            )
         return data
 
-    def _compare(self, rule: str, response: httpx.Response, expected: Any, actual: Any) -> None:
+    def _compare(self, rule: str, response: httpx.Response, expected: Any, actual: Any, contract: Contract) -> None:
         found = diff(expected, actual, self.config.time_tolerance)
-        if found:
-            where = f"{response.request.method} {response.request.url.path}"
-            raise ContractViolation(rule, f"{where}: body differs from the model at {found}")
+        where = f"{response.request.method} {response.request.url.path}"
+        hold(
+            contract,
+            found is None,
+            rule,
+            f"{where}: body differs from the model at {found}",
+            f"{where}: {actual!r:.500}",
+        )
 
     def _advance(self, rule: str, seconds: float) -> None:
         """Move the target's and the model's clocks together (admin only)."""
@@ -216,8 +345,7 @@ class MachineBase(RuleBasedStateMachine):
         now = admin.advance(seconds)
         mine = self.oracle.clock.advance(seconds)
         self.oracle.model.refresh()
-        if abs(now - mine) > 1e-6:
-            raise ContractViolation(rule, f"the target's clock reads {now}, the model's {mine}")
+        hold(ADMIN_API, abs(now - mine) <= 1e-6, rule, f"the target's clock reads {now}, the model's {mine}")
 
     def _sandbox_path(self, handle_or_id: SandboxHandle | str) -> str:
         target_id = handle_or_id.target_id if isinstance(handle_or_id, SandboxHandle) else handle_or_id

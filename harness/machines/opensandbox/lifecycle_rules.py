@@ -15,10 +15,18 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, multiple, precondition, rule
 
+from harness.machines.common import add_contract, hold
 from harness.machines.opensandbox.compare import ANY as _ANY
-from harness.machines.opensandbox.compare import ContractViolation, Expected, normalise_list, normalise_sandbox
+from harness.machines.opensandbox.compare import Expected, normalise_list, normalise_sandbox
 from harness.machines.opensandbox.compare import parse_time as _parse_time
-from harness.machines.opensandbox.driver import MachineBase, SandboxHandle
+from harness.machines.opensandbox.driver import (
+    LIFECYCLE_ANSWER,
+    NOT_FOUND,
+    SANDBOX_BODY,
+    SUITE,
+    MachineBase,
+    SandboxHandle,
+)
 from harness.machines.opensandbox.driver import when_enabled as _on
 from harness.machines.opensandbox.requests import RUN_LABEL, Json, create_bodies
 from harness.machines.opensandbox.requests import gone_operations as _gone_operations
@@ -27,9 +35,44 @@ from harness.machines.opensandbox.requests import metadata_patches as _patches
 from harness.machines.opensandbox.requests import state_spellings as _state_spellings
 from harness.machines.opensandbox.requests import valid_bodies as _valid_bodies
 from harness.machines.opensandbox.requests import valid_bodies_with_policy as _valid_bodies_with_policy
+from harness.strength import Contract, observed, spec
 from mockserver.opensandbox.model.profiles import EXECD_PORT
 
-__all__ = ["LifecycleRules"]
+__all__ = ["CONTRACTS", "LifecycleRules"]
+
+CONTRACTS: dict[str, Contract] = {}
+CREATE_BLOCKS = add_contract(
+    CONTRACTS,
+    SUITE,
+    "create_blocks",
+    spec("ng-os.create-blocks"),
+    "The create answer already shows the sandbox in the model's state (Running on Docker): it does not answer early.",
+)
+REACHABLE_BY_ID = add_contract(
+    CONTRACTS,
+    SUITE,
+    "reachable_by_id",
+    spec("ng-os.reconnect-by-id"),
+    "A live sandbox is found by its id alone, from a client that did not create it (every example opens a new one).",
+)
+LISTING = add_contract(
+    CONTRACTS,
+    SUITE,
+    "listing",
+    observed(
+        "opensandbox-wire.md §3.2, §7 and the differential run",
+        "state filters OR-ed and case-insensitive, metadata AND-ed, newest first, paginated; a deleted or expired "
+        "sandbox is gone at once",
+    ),
+    "A filtered, paged listing holds the model's sandboxes: no deleted or expired one, newest first.",
+)
+FOUND_BY_METADATA = add_contract(
+    CONTRACTS,
+    SUITE,
+    "found_by_metadata",
+    spec("ng-os.found-by-metadata"),
+    "Listing by the run's metadata label finds exactly the sandboxes the run created and has not deleted.",
+)
 
 
 class LifecycleRules(MachineBase):
@@ -67,15 +110,22 @@ class LifecycleRules(MachineBase):
             sent.pop("networkPolicy", None)  # the server has no egress sidecar image configured
         expected, record = self.oracle.create(sent)
         response = self._send(rule, "POST", "/v1/sandboxes", body=sent)
-        data = self._check(rule, response, expected)
+        data = self._check(rule, response, expected, LIFECYCLE_ANSWER)
         if record is None:
             return multiple()
-        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-            raise ContractViolation(rule, f"202 without an id: {response.text[:200]!r}")
-        handle = SandboxHandle(f"sb{len(self.bookkeeping.handles) + 1}", data["id"], record.id)
+        ident = data.get("id") if isinstance(data, dict) else None
+        hold(SANDBOX_BODY, isinstance(ident, str), rule, f"202 without an id: {response.text[:200]!r}")
+        assert isinstance(data, dict) and isinstance(ident, str)
+        handle = SandboxHandle(f"sb{len(self.bookkeeping.handles) + 1}", ident, record.id)
         self.ids[handle.target_id] = handle.model_id
         self.bookkeeping.handles.append(handle)
-        self._compare(rule, response, expected.body, normalise_sandbox(data, self._id_of))
+        actual = normalise_sandbox(data, self._id_of)
+        state = (actual.get("status") or {}).get("state") if isinstance(actual.get("status"), dict) else None
+        want = expected.body["status"]["state"]
+        hold(
+            CREATE_BLOCKS, state == want, rule, f"POST /v1/sandboxes answered state {state!r}, the model says {want!r}"
+        )
+        self._compare(rule, response, expected.body, actual, SANDBOX_BODY)
         self.bookkeeping.listing_dirty = True
         return handle
 
@@ -85,9 +135,9 @@ class LifecycleRules(MachineBase):
         """Read a sandbox."""
         expected = self.oracle.get(sb.model_id)
         response = self._send("get", "GET", self._sandbox_path(sb))
-        data = self._check("get", response, expected)
-        if expected.status == 200:
-            self._compare("get", response, expected.body, normalise_sandbox(data, self._id_of))
+        data = self._check("get", response, expected, REACHABLE_BY_ID, refusal=NOT_FOUND)
+        if expected.status == 200 and response.status_code == 200:
+            self._compare("get", response, expected.body, normalise_sandbox(data, self._id_of), SANDBOX_BODY)
 
     @precondition(_on("list_sandboxes"))
     @rule(
@@ -118,22 +168,31 @@ class LifecycleRules(MachineBase):
         self._compare_listing("list_sandboxes", query)
 
     def _compare_listing(self, rule: str, query: list[tuple[str, str]]) -> None:
+        """Compare a listing; one by the run's label alone (the invariant) checks finding by metadata."""
+        keys = dict(query)
+        by_label = set(keys) == {"metadata", "pageSize"} and keys["pageSize"] == "200"
+        membership = FOUND_BY_METADATA if by_label else LISTING
         expected = self.oracle.list(query)
         response = self._send(rule, "GET", "/v1/sandboxes", params=list(query))
-        data = self._check(rule, response, expected)
-        if expected.status != 200:
+        data = self._check(rule, response, expected, LISTING)
+        if expected.status != 200 or response.status_code != 200:
             return
-        if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-            raise ContractViolation(rule, f"list answer has no items: {response.text[:200]!r}")
+        items = data.get("items") if isinstance(data, dict) else None
+        if not hold(LISTING, isinstance(items, list), rule, f"list answer has no items: {response.text[:200]!r}"):
+            return
+        assert isinstance(items, list)
         gone = {h.target_id for h in self.bookkeeping.handles if self.oracle.lookup(h.model_id) is None}
-        listed = [item.get("id") for item in data["items"] if isinstance(item, dict)]
+        listed = [item.get("id") for item in items if isinstance(item, dict)]
         ghosts = [self._id_of(str(i)) for i in listed if i in gone]
-        if ghosts:
-            raise ContractViolation(rule, f"deleted or expired sandboxes are still listed: {ghosts}")
-        created = [_parse_time(item.get("createdAt")) for item in data["items"] if isinstance(item, dict)]
-        if any(not isinstance(c, float) for c in created) or any(a < b for a, b in itertools.pairwise(created)):
-            raise ContractViolation(rule, f"the list is not newest first: createdAt {created}")
-        self._compare(rule, response, expected.body, normalise_list(data, self._id_of))
+        hold(LISTING, not ghosts, rule, f"deleted or expired sandboxes are still listed: {ghosts}")
+        if by_label:
+            want = sorted(str(item.get("id")) for item in expected.body["items"])
+            got = sorted(self._id_of(str(i)) for i in listed)
+            hold(membership, want == got, rule, f"listing by the run's label found {got}, the model {want}")
+        created = [_parse_time(item.get("createdAt")) for item in items if isinstance(item, dict)]
+        unordered = any(not isinstance(c, float) for c in created) or any(a < b for a, b in itertools.pairwise(created))
+        hold(LISTING, not unordered, rule, f"the list is not newest first: createdAt {created}")
+        self._compare(rule, response, expected.body, normalise_list(data, self._id_of), LISTING)
 
     @precondition(_on("delete"))
     @rule(target=deleted, sb=consumes(sandboxes))
@@ -141,7 +200,7 @@ class LifecycleRules(MachineBase):
         """Delete a sandbox (404 when it already expired); it moves to the ``deleted`` bundle."""
         expected = self.oracle.delete(sb.model_id)
         response = self._send("delete", "DELETE", self._sandbox_path(sb))
-        self._check("delete", response, expected)
+        self._check("delete", response, expected, LIFECYCLE_ANSWER, refusal=NOT_FOUND)
         self.bookkeeping.listing_dirty |= expected.status < 300
         return sb
 
@@ -156,7 +215,8 @@ class LifecycleRules(MachineBase):
     def pause(self, sb: SandboxHandle) -> None:
         """Pause a sandbox (409 unless Running)."""
         expected = self.oracle.pause(sb.model_id)
-        self._check("pause", self._send("pause", "POST", self._sandbox_path(sb) + "/pause"), expected)
+        response = self._send("pause", "POST", self._sandbox_path(sb) + "/pause")
+        self._check("pause", response, expected, LIFECYCLE_ANSWER)
         self.bookkeeping.listing_dirty |= expected.status < 300
 
     @precondition(_on("resume"))
@@ -164,7 +224,8 @@ class LifecycleRules(MachineBase):
     def resume(self, sb: SandboxHandle) -> None:
         """Resume a sandbox (409 unless Paused)."""
         expected = self.oracle.resume(sb.model_id)
-        self._check("resume", self._send("resume", "POST", self._sandbox_path(sb) + "/resume"), expected)
+        response = self._send("resume", "POST", self._sandbox_path(sb) + "/resume")
+        self._check("resume", response, expected, LIFECYCLE_ANSWER)
         self.bookkeeping.listing_dirty |= expected.status < 300
 
     @precondition(_on("renew"))
@@ -183,10 +244,10 @@ class LifecycleRules(MachineBase):
             body = {"expiresAt": "tomorrow"}
         expected = self.oracle.renew(sb.model_id, body)
         response = self._send("renew", "POST", self._sandbox_path(sb) + "/renew-expiration", body=body)
-        data = self._check("renew", response, expected)
-        if expected.status == 200:
+        data = self._check("renew", response, expected, LIFECYCLE_ANSWER)
+        if expected.status == 200 and response.status_code == 200:
             actual = {k: _parse_time(v) for k, v in data.items()} if isinstance(data, dict) else data
-            self._compare("renew", response, expected.body, actual)
+            self._compare("renew", response, expected.body, actual, SANDBOX_BODY)
             self.bookkeeping.listing_dirty = True
 
     @precondition(_on("patch_metadata"))
@@ -195,9 +256,9 @@ class LifecycleRules(MachineBase):
         """Merge-patch the metadata (null deletes; reserved or malformed labels: 400)."""
         expected = self.oracle.patch_metadata(sb.model_id, patch)
         response = self._send("patch_metadata", "PATCH", self._sandbox_path(sb) + "/metadata", body=patch)
-        data = self._check("patch_metadata", response, expected)
-        if expected.status == 200:
-            self._compare("patch_metadata", response, expected.body, normalise_sandbox(data, self._id_of))
+        data = self._check("patch_metadata", response, expected, LIFECYCLE_ANSWER)
+        if expected.status == 200 and response.status_code == 200:
+            self._compare("patch_metadata", response, expected.body, normalise_sandbox(data, self._id_of), SANDBOX_BODY)
             self.bookkeeping.listing_dirty = True
 
     @precondition(_on("missing_sandbox"))
@@ -225,4 +286,6 @@ class LifecycleRules(MachineBase):
             ),
         }
         method, url, body, predict = calls[operation]
-        self._check(rule, self._send(rule, method, url, body=body), predict())
+        expected = predict()
+        contract = NOT_FOUND if expected.status == 404 else LIFECYCLE_ANSWER
+        self._check(rule, self._send(rule, method, url, body=body), expected, contract, refusal=contract)

@@ -75,7 +75,7 @@ class Oracle:
 
     def create(self, body: Any) -> tuple[Expected, SandboxRecord | None]:
         """Predict ``POST /v1/sandboxes``."""
-        made = _predict(lambda: lifecycle.create_sandbox(self.model, TENANT, body))
+        made = _predict(lambda: lifecycle.create_sandbox(self.model, TENANT, body, self.config))
         if isinstance(made, Expected):
             return made, None
         record, answer = made

@@ -132,7 +132,19 @@ _timeout_kinds = st.sampled_from(("value", "omit", "value", "null"))
 _timeouts = st.one_of(st.sampled_from((60, 61, 120, 600, 3600)), st.integers(60, 7200))
 metadata_maps = st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), max_size=2)
 _env = st.dictionaries(st.sampled_from(ENV_NAMES), st.sampled_from(ENV_VALUES), max_size=2)
-_flaws = st.sampled_from(("none",) * 15 + ("timeout", "metadata", "policy", "no-image", "resources"))
+_flaws = st.sampled_from(
+    ("none",) * 15 + ("timeout", "metadata", "policy", "no-image", "resources", "volumes", "platform")
+)
+_PVC = {"name": "data", "mountPath": "/data", "pvc": {"claimName": "data"}}
+_bad_volumes = st.sampled_from(
+    (
+        [{"name": "data", "mountPath": "/data", "host": {"path": "/tmp/data"}}],  # 400: outside the allow-list
+        [_PVC, {**_PVC, "pvc": {"claimName": "other"}}],  # 400: duplicate name
+        [{"name": "data", "mountPath": "/data"}],  # 422: no backend
+        [{**_PVC, "mountPath": "data"}],  # 422: relative mount path
+    )
+)
+_bad_platforms = st.sampled_from(({"os": "plan9", "arch": "amd64"}, {"os": "linux", "arch": "mips"}))
 _bad_timeouts = st.sampled_from((0, 59, "soon"))
 _bad_metadata = st.sampled_from(({"opensandbox.io/owner": "x"}, {"team": "x&y=z"}))
 _bad_targets = st.sampled_from(("", *BAD_TARGETS))
@@ -187,6 +199,10 @@ def create_bodies(draw: st.DrawFn, *, valid: bool = False, with_policy: bool = F
         del body["image"]
     elif flaw == "resources":
         body["resourceLimits"] = {"cpu": "1", "memory": "lots"}
+    elif flaw == "volumes":
+        body["volumes"] = draw(_bad_volumes)
+    elif flaw == "platform":
+        body["platform"] = draw(_bad_platforms)
     return body
 
 

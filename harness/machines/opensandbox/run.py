@@ -1,24 +1,27 @@
 """Run the OpenSandbox API machine: HTTP clients, settings, a seeded run with a replay line, mock and mutant runs.
 
 :func:`check_mock` serves a mock object on loopback and runs the machine against it; :func:`kills_mutant` is
-the judge :mod:`harness.reporting.mutation` takes for wrong mocks.
+the judge :mod:`harness.reporting.mutation` takes for wrong mocks: it runs the machine in a default-mode ledger
+and returns the contract that killed the mutant and its strength (a ``choice`` kill when only a choice differed).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from hypothesis import settings
 
-from harness.machines.common import derive_settings, run_seeded
+from harness.machines.common import derive_settings, judge, run_seeded
 from mockserver.admin.client import AdminClient
 
 if TYPE_CHECKING:
     from harness.machines.opensandbox.driver import ClientFactory, MachineBase
+    from harness.reporting.mutation import Kill
 
-__all__ = ["check_mock", "http_clients", "kills_mutant", "machine_settings", "run_machine"]
+__all__ = ["MUTANT_SEEDS", "check_mock", "http_clients", "kills_mutant", "machine_settings", "run_machine"]
 
 
 def http_clients(base_url: str, *, api_key: str | None = None, timeout: float = 10.0) -> ClientFactory:
@@ -89,12 +92,25 @@ def check_mock(
             admin.close()
 
 
-def kills_mutant(name: str, factory: Callable[[], Any], *, examples: int = 150, seed: int = 0) -> bool:
-    """Tell whether the machine kills a wrong mock (for ``harness.reporting.mutation.mutation_score``).
+#: The seeds a mutation run tries, in order, until one kills the mutant by default.
+MUTANT_SEEDS = (0, 1)
+
+
+def kills_mutant(
+    name: str, factory: Callable[[], Any], *, examples: int = 150, seeds: tuple[int, ...] = MUTANT_SEEDS
+) -> Kill | None:
+    """Return what kills a wrong mock (a judge for :mod:`harness.reporting.mutation`), or None when it survives.
 
     ``factory()`` builds the mock; its ``operation`` attribute, when present, picks the rule group aimed at it.
-    Runs at most ``examples`` programs of 10 steps with a fixed seed and no shrinking.
+    Each seed runs at most ``examples`` programs of 10 steps, no shrinking, in a default-mode ledger; the first
+    run that fails names the kill, else a choice seen differing does.
     """
     operation = getattr(factory, "operation", "state-machine")
     quick = machine_settings(settings(max_examples=examples, database=None), steps=10, shrink=False)
-    return check_mock(factory(), operations=[operation], settings=quick, seed=seed) is not None
+    found: Kill | None = None
+    for seed in seeds:
+        kill = judge(functools.partial(check_mock, factory(), operations=[operation], settings=quick, seed=seed))
+        if kill is not None and kill.strength != "choice":
+            return kill
+        found = found or kill
+    return found

@@ -1,8 +1,13 @@
 """The TensorLake API machine's base: rule groups, per-class config, bookkeeping and HTTP plumbing.
 
 :class:`MachineBase` opens a client per example, resets the target (with the admin API), keeps the oracle and
-the id map, and checks every answer's status, error code and SandboxInfo against the model; the steps rules
-share live in :mod:`harness.machines.tensorlake.steps`, the rules in :mod:`harness.machines.tensorlake.machine`.
+the id map, sends requests and retires a sandbox whose state the model can no longer follow; the answer checks
+live in :mod:`harness.machines.tensorlake.answers`, the steps rules share in
+:mod:`harness.machines.tensorlake.steps` and :mod:`harness.machines.tensorlake.ingress`, the rules in
+:mod:`harness.machines.tensorlake.machine`.
+
+Every check is a tagged contract of suite ``tensorlake-api``: here the transport (``answers``) and sandproof's
+admin API (``admin_api``, a choice); the others in the modules that check them.
 """
 
 from __future__ import annotations
@@ -10,40 +15,37 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import httpx
 from hypothesis.stateful import RuleBasedStateMachine
 
-from harness.machines.common import Handle, json_body, when_enabled
+from harness.machines.common import Handle, add_contract, hold, when_enabled
 from harness.machines.tensorlake.compare import (
     ANY,
-    ContractViolation,
-    Expected,
     Json,
-    core_view,
-    diff,
-    info_shape_problem,
-    normalise_info,
-    normalise_policy,
 )
 from harness.machines.tensorlake.oracle import Oracle
 from harness.machines.tensorlake.probes import DNS_ENTRIES, Resolve, default_resolve
 from harness.machines.tensorlake.requests import Name
+from harness.strength import Contract, choice, observed
 from mockserver.admin.client import AdminClient
 from mockserver.core import DnsTable, VirtualClock
 from mockserver.core.environment import DEFAULT_API_KEY
 from mockserver.tensorlake.model import KeyRing
-from mockserver.tensorlake.model.records import ROUTABLE
 
 __all__ = [
+    "ADMIN_API",
     "ADMIN_OPERATIONS",
     "ADMIN_RULES",
+    "CONTRACTS",
     "DEFAULT_KEY",
     "LOOPBACK",
     "OPERATIONS",
+    "SUITE",
     "HttpFactory",
     "MachineBase",
     "MachineConfig",
@@ -63,8 +65,10 @@ KEYS_PATH = "/_mock/tensorlake/api-keys"
 #: Report operation → the rules its machine runs (``create`` always runs).
 OPERATIONS: dict[str, frozenset[str]] = {
     "lifecycle": frozenset({"create", "create_named_like", "get", "get_by_name", "list_sandboxes", "delete"}),
-    "update": frozenset({"create", "get", "update"}),
-    "ports-ingress": frozenset({"create", "update", "expose_ports", "unexpose_ports", "ingress"}),
+    "update": frozenset({"create", "get", "update", "update_keeps_connection"}),
+    "ports-ingress": frozenset(
+        {"create", "update", "expose_ports", "unexpose_ports", "ingress", "update_keeps_connection"}
+    ),
     "suspend-resume": frozenset({"create", "get", "update", "suspend", "resume", "delete", "ingress"}),
     "egress-probe": frozenset({"create", "update", "egress_probe"}),
     "faults": frozenset({"create", "update", "inject_fault"}),
@@ -74,6 +78,29 @@ OPERATIONS["state-machine"] = frozenset().union(*OPERATIONS.values()) | {"delete
 #: Operations that need the ``/_mock`` admin API, and the rules that do.
 ADMIN_OPERATIONS = frozenset({"faults", "timeouts"})
 ADMIN_RULES = frozenset({"inject_fault", "advance_clock", "set_timings"})
+
+# --- contracts --------------------------------------------------------------------------------------------
+
+SUITE = "tensorlake-api"
+#: The contracts this module checks, by name.
+CONTRACTS: dict[str, Contract] = {}
+_WIRE = "tensorlake-wire.md"
+
+ANSWERS = add_contract(
+    CONTRACTS,
+    SUITE,
+    "answers",
+    observed(f"{_WIRE} §7", "the SDK turns a failed connection or a timeout into SandboxConnectionError"),
+    "Every request gets an HTTP answer: no refused connection, reset or timeout.",
+)
+ADMIN_API = add_contract(
+    CONTRACTS,
+    SUITE,
+    "admin_api",
+    choice("the /_mock admin API (sessions, faults, clock, timings) is sandproof's own; it answers as sandproof chose"),
+    "With the admin API: it issues sessions, sets timings, moves both clocks alike, and an injected fault answers "
+    "once, as given, and changes nothing.",
+)
 
 
 @dataclass(repr=False)
@@ -117,6 +144,10 @@ class _Book:
     session: str | None = None
     ingress_endpoint: str | None = None
     clock_mode: str | None = None
+    #: Whether the last checked decision differed from sandproof's choice (the state may have diverged).
+    diverged: bool = False
+    #: Model ids of sandboxes retired after their state diverged from the model's.
+    retired: set[str] = field(default_factory=set)
 
 
 class MachineBase(RuleBasedStateMachine):
@@ -215,101 +246,20 @@ class MachineBase(RuleBasedStateMachine):
             if "authorization" in sent:
                 request.headers["authorization"] = sent["authorization"]
         try:
-            return self.client.send(request)
+            response = self.client.send(request)
         except httpx.HTTPError as exc:
-            raise ContractViolation(rule, f"{method} {url}: transport error {type(exc).__name__}: {exc}") from exc
+            hold(ANSWERS, False, rule, f"{method} {url}: transport error {type(exc).__name__}: {exc}")
+            raise AssertionError("unreachable: a spec or observed breach raises") from exc
+        hold(ANSWERS, True, rule, "")
+        return response
 
-    def _check(self, rule: str, response: httpx.Response, expected: Expected, loose: Iterable[int] = ()) -> Any:
-        """Compare the status (and, strictly, the error code); return the parsed JSON body or None.
-
-        Without the admin API, statuses in ``loose`` are equivalent when the model predicts one of them, and so
-        are 400 and 422.
-        """
-        where = f"{response.request.method} {response.request.url.path}"
-        status = response.status_code
-        candidates = expected.candidates()
-        accepted = {c.status for c in candidates}
-        if not self.strict:
-            for group in (tuple(loose), (400, 422)):
-                if expected.status in group:
-                    accepted |= set(group)
-        if status >= 500 and not self.book.fault_armed and all(c.status < 500 for c in candidates):
-            raise ContractViolation(rule, f"{where} -> {status} without an injected fault: {response.text[:300]!r}")
-        if not self.strict and expected.status == 404 and status == 200 and _terminated(response):
-            return None  # the wire allows a deleted sandbox to read as terminated instead of 404
-        if status not in accepted:
-            says = " or ".join(str(c.status) for c in candidates)
-            raise ContractViolation(rule, f"{where} -> {status}, the model says {says}: {response.text[:300]!r}")
-        data = json_body(response)
-        chosen = next((c for c in candidates if c.status == status), expected)
-        if self.strict and chosen.code is not None:
-            got = data.get("code") if isinstance(data, dict) else None
-            if got != chosen.code:
-                raise ContractViolation(rule, f"{where} -> {status} code {got!r}, the model says {chosen.code!r}")
-        return data
-
-    def _observe(self, rule: str, response: httpx.Response, data: Any, expected: Any) -> None:
-        """Check one SandboxInfo answer: SDK shape, URLs, policy history and the model's normalised view."""
-        where = f"{response.request.method} {response.request.url.path}"
-        problem = info_shape_problem(data)
-        if problem:
-            raise ContractViolation(rule, f"{where}: unusable SandboxInfo: {problem}")
-        actual = normalise_info(data, self._id_of)
-        self._check_urls(rule, where, data)
-        self._check_history(rule, where, actual)
-        self._compare(rule, where, expected, actual)
-
-    def _compare(self, rule: str, where: str, expected: Json, actual: Json) -> None:
-        found = diff(expected, actual) if self.strict else diff(core_view(expected), core_view(actual))
-        if found:
-            alias = self._alias(str(expected.get("id")))
-            raise ContractViolation(rule, f"{where}: {alias} differs from the model at {found}")
-
-    def _check_urls(self, rule: str, where: str, data: Json) -> None:
-        status, url = data.get("status"), data.get("sandbox_url")
-        if status == "running" and not url:
-            raise ContractViolation(rule, f"{where}: a running sandbox without sandbox_url")
-        if self.strict and (url is not None) != (status in ROUTABLE):
-            raise ContractViolation(rule, f"{where}: sandbox_url {url!r} for a sandbox that is {status}")
-        if isinstance(data.get("ingress_endpoint"), str):
-            self.book.ingress_endpoint = data["ingress_endpoint"]
-        handle = self._handle_of(self._id_of(str(data.get("id", data.get("sandbox_id")))))
-        if handle is not None and isinstance(url, str) and url:
-            handle.sandbox_url = url
-
-    def _check_history(self, rule: str, where: str, actual: Json) -> None:
-        """Every policy a GET shows is one an accepted create or PATCH set for that sandbox."""
-        seen = self.book.history.get(str(actual.get("id")))
-        if seen is None:
-            return
-        policy = actual.get("network_policy")
-        if not self.strict:
-            policy = normalise_policy(policy)
-        if policy not in seen:
-            raise ContractViolation(
-                rule,
-                f"{where}: {self._alias(str(actual.get('id')))} shows network_policy {policy!r}, which no accepted "
-                f"create or PATCH set (accepted: {seen!r})",
-            )
-
-    def _snapshot(self, rule: str, sb: SandboxHandle) -> tuple[int, Any]:
-        """Return the target's own GET of a sandbox (status, normalised view) without asking the model."""
-        response = self._send(rule, "GET", f"/sandboxes/{sb.target_id}")
-        data: Any = None
-        if response.status_code == 200:
-            try:
-                data = normalise_info(response.json(), self._id_of)
-            except ValueError:
-                data = response.text
-            if not self.strict and isinstance(data, dict):
-                data = core_view(data)
-        return response.status_code, data
-
-    def _unchanged(self, rule: str, sb: SandboxHandle, before: tuple[int, Any]) -> None:
-        after = self._snapshot(rule, sb)
-        found = diff(before[1], after[1]) if before[0] == after[0] else f"GET status {before[0]} -> {after[0]}"
-        if found:
-            raise ContractViolation(rule, f"a rejected request changed {sb.alias}: {found}")
+    def _retire(self, sb: SandboxHandle) -> None:
+        """Delete a sandbox whose state the model can no longer follow, on the target and in the model."""
+        with suppress(httpx.HTTPError):
+            self.client.delete(f"/sandboxes/{sb.target_id}")
+        self.oracle.delete(sb.model_id)
+        self.book.retired.add(sb.model_id)
+        self.book.listing_dirty = True
 
     def _settle(self, sb: SandboxHandle) -> None:
         """Wait (lenient mode) until the target's sandbox leaves a transitional status."""
@@ -332,17 +282,6 @@ class MachineBase(RuleBasedStateMachine):
         history = self.book.history.setdefault(model_id, [])
         if policy not in history:
             history.append(policy)
-
-
-def _terminated(response: httpx.Response) -> bool:
-    """Tell whether a GET answered a SandboxInfo with status ``terminated``."""
-    if response.request.method != "GET":
-        return False
-    try:
-        data = response.json()
-    except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("status") == "terminated"
 
 
 def _bearer(client: httpx.Client) -> str | None:

@@ -13,27 +13,38 @@ update (``network`` absent / ``null`` / object, ``name``, ``auto_resume``, ``exp
 PATCH), suspend and resume, delete, egress probes run inside a sandbox through ``/api/v1/processes/run``
 (``getent hosts NAME`` and ``curl -s URL`` to the policy's own entries, their subdomains and apexes, and
 unrelated hosts; :mod:`contracts.tensorlake` decides the outcome), ingress requests to the management port and
-to exposed and unexposed user ports with and without credentials, and, only with the ``/_mock`` admin API,
-injected 503s on mutations, clock advances (timeouts) and transition timings.
+to exposed and unexposed user ports with and without credentials (HTTP and, with the admin API, WebSocket), a
+PATCH while a WebSocket into the sandbox is open, and, only with the ``/_mock`` admin API, injected 503s on
+mutations, clock advances (timeouts) and transition timings.
 
 Modes. With the admin API (``strict``) every example starts from a reset target whose clock is manual and
-mirrored by the oracle's, with a known DNS table: whole bodies, error codes and probe exit codes must match.
+mirrored by the oracle's, with a known DNS table: whole bodies, error codes and probe exit codes are compared
+too (as choices, see below).
 Without it (a real deployment, ``tensorlake-cloud``) the machine prefixes names with a per-example label,
 waits for transitions to settle, compares the core fields (status, name, policy, ports, flags), checks only
 what the policy decides for certain (a denied probe must fail) and deletes what it created.
 
-Invariants: every SandboxInfo shows a complete policy that some accepted create or PATCH set for that sandbox;
-a rejected request changes nothing (GET before and after); GET answers 404 after a delete; the listing
-matches the model. A failure raises :class:`ContractViolation`; Hypothesis shrinks it to a minimal program
+Invariants: every SandboxInfo shows a complete policy that decides like one an accepted create or PATCH set for
+that sandbox; a rejected request changes nothing (GET before and after); GET answers 404 after a delete; the
+listing matches the model.
+
+Strength. Every check is a tagged contract (:mod:`harness.strength`, suite ``tensorlake-api``; the modules'
+``CONTRACTS``): behaviour (accepted or refused, status, the policy by what it decides, ports, flags, what the
+proxy forwards) is ``spec`` or ``observed``; representation (the exact status among equivalent ones, error
+codes, the stored policy form, the rest of the body) is ``choice``. A check that fails the run raises
+:class:`ContractViolation` naming the rule, with the contract attached; a differing choice is recorded in the
+test's ledger and the machine goes on. Hypothesis shrinks a failure to a minimal program
 and prints it (the costly ``explain`` phase is skipped), and :func:`run_machine` adds the seed and the
 command line that replays it. :func:`check_mock` runs the machine against an in-process mock object, and
-:func:`kills_mutant` is the runner :func:`harness.reporting.mutation.mutation_score` takes for wrong mocks.
+:func:`kills_mutant` is the judge :mod:`harness.reporting.mutation` takes for wrong mocks (what killed one, by
+contract and strength).
 
 Layout: :mod:`harness.machines.tensorlake.compare` (predictions, normalisation, diffs),
 :mod:`harness.machines.tensorlake.requests` (request strategies), :mod:`harness.machines.tensorlake.probes` (probe
 destinations and predictions, SSE, resolvers), :mod:`harness.machines.tensorlake.oracle` (the oracle),
-:mod:`harness.machines.tensorlake.driver` (rule groups, config, HTTP plumbing), :mod:`harness.machines.tensorlake.steps`
-(the steps rules share) and :mod:`harness.machines.tensorlake.run` (clients, settings, seeded runs, mock and mutant
+:mod:`harness.machines.tensorlake.driver` (rule groups, config, HTTP plumbing), :mod:`harness.machines.tensorlake.answers`
+(the answer checks), :mod:`harness.machines.tensorlake.ingress` and :mod:`harness.machines.tensorlake.steps` (the steps
+rules share) and :mod:`harness.machines.tensorlake.run` (clients, settings, seeded runs, mock and mutant
 runs); this module holds the rules and :func:`make_machine`, and re-exports the public names.
 """
 
@@ -46,12 +57,16 @@ import httpx
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, invariant, multiple, precondition, rule
 
+from harness.machines.common import add_contract, hold
+from harness.machines.tensorlake.answers import NOT_FOUND
 from harness.machines.tensorlake.compare import ANY as _ANY
 from harness.machines.tensorlake.compare import ContractViolation, Expected, Json, normalise_info
 from harness.machines.tensorlake.driver import (
+    ADMIN_API,
     ADMIN_OPERATIONS,
     DEFAULT_KEY,
     OPERATIONS,
+    SUITE,
     HttpFactory,
     MachineConfig,
     SandboxHandle,
@@ -91,11 +106,13 @@ from harness.machines.tensorlake.run import (
     run_machine,
 )
 from harness.machines.tensorlake.steps import MachineSteps
+from harness.strength import Contract, observed
 from mockserver.admin.client import AdminClient
 from mockserver.tensorlake.model import MANAGEMENT_PORT
 
 __all__ = [
     "ADMIN_OPERATIONS",
+    "CONTRACTS",
     "DEFAULT_KEY",
     "DNS_ENTRIES",
     "MUTANT_SEEDS",
@@ -126,6 +143,17 @@ __all__ = [
 ]
 
 FAULT_BODY = {"code": "unavailable", "message": "injected fault"}
+
+CONTRACTS: dict[str, Contract] = {}
+DELETE_ANSWER = add_contract(
+    CONTRACTS,
+    SUITE,
+    "delete_answer",
+    observed(
+        "tensorlake-wire.md §3", "DELETE /sandboxes/{id} answers any 2xx (200 empty, 202, 204); the body is ignored"
+    ),
+    "A delete of a live sandbox is accepted, and afterwards the sandbox is gone (404, or shown terminated).",
+)
 
 
 class TensorLakeAPIMachine(MachineSteps):
@@ -166,7 +194,7 @@ class TensorLakeAPIMachine(MachineSteps):
         """Read a sandbox by id."""
         expected = self.oracle.get(sb.model_id)
         response = self._send("get", "GET", f"/sandboxes/{sb.target_id}")
-        data = self._check("get", response, expected)
+        data = self._check("get", response, expected, NOT_FOUND)
         if expected.status == 200:
             self._observe("get", response, data, expected.body)
 
@@ -177,7 +205,7 @@ class TensorLakeAPIMachine(MachineSteps):
         ident = self._name(name)
         expected = self.oracle.get(ident)
         response = self._send("get_by_name", "GET", f"/sandboxes/{ident}")
-        data = self._check("get_by_name", response, expected)
+        data = self._check("get_by_name", response, expected, NOT_FOUND)
         if expected.status == 200:
             self._observe("get_by_name", response, data, expected.body)
 
@@ -241,12 +269,18 @@ class TensorLakeAPIMachine(MachineSteps):
         """Delete a sandbox; GET answers 404 afterwards (and a second delete too)."""
         expected = self.oracle.delete(sb.model_id)
         response = self._send("delete", "DELETE", f"/sandboxes/{sb.target_id}")
-        data = self._check("delete", response, expected, loose=(200, 202, 204))
+        data = self._check("delete", response, expected, DELETE_ANSWER, loose=(200, 202, 204))
         self.book.listing_dirty = True
-        if expected.status == 200 and self.strict:
+        if expected.status == 200 and self.strict and response.status_code == 200:
             self._observe("delete", response, data, expected.body)
         gone = self.oracle.get(sb.model_id)
-        self._check("delete", self._send("delete", "GET", f"/sandboxes/{sb.target_id}"), gone)
+        self._check("delete", self._send("delete", "GET", f"/sandboxes/{sb.target_id}"), gone, DELETE_ANSWER)
+
+    @precondition(_on("update_keeps_connection"))
+    @rule(sb=sandboxes, body=patch_bodies())
+    def update_keeps_connection(self, sb: SandboxHandle, body: Json) -> None:
+        """PATCH a sandbox while a WebSocket to one of its exposed ports is open: the connection stays up."""
+        self._connection_across_update("update_keeps_connection", sb, self._wire(body))
 
     # -- inside the sandbox: egress probes -----------------------------------------------------------------
 
@@ -317,13 +351,16 @@ class TensorLakeAPIMachine(MachineSteps):
         self.book.fault_armed = True
         try:
             response = self._send("inject_fault", method, path, body=payload)
-            self._check("inject_fault", response, Expected(503, FAULT_BODY["code"]))
+            self._check("inject_fault", response, Expected(503, FAULT_BODY["code"]), ADMIN_API, refusal=ADMIN_API)
         finally:
             self.book.fault_armed = False
         left = admin.faults()
-        if left:
-            raise ContractViolation("inject_fault", f"a times=1 fault is still armed after firing: {left}")
-        self._unchanged("inject_fault", sb, before)
+        if not hold(ADMIN_API, not left, "inject_fault", f"a times=1 fault is still armed after firing: {left}"):
+            admin.clear_faults()
+        if self.book.diverged:
+            self._retire(sb)  # the fault did not answer: the request reached the sandbox
+            return
+        self._unchanged("inject_fault", sb, before, ADMIN_API)
         if kind == "create":
             self._compare_listing("inject_fault")
 
@@ -335,8 +372,7 @@ class TensorLakeAPIMachine(MachineSteps):
         assert admin is not None
         now = admin.advance(float(seconds))
         mine = self.oracle.clock.advance(float(seconds))
-        if abs(now - mine) > 1e-6:
-            raise ContractViolation("advance_clock", f"the target's clock reads {now}, the model's {mine}")
+        hold(ADMIN_API, abs(now - mine) <= 1e-6, "advance_clock", f"the target's clock reads {now}, the model's {mine}")
         self.book.listing_dirty = True
 
     @precondition(_on("set_timings"))
@@ -345,9 +381,9 @@ class TensorLakeAPIMachine(MachineSteps):
         """Set how long startup, suspend and resume take on both clocks (``/_mock/tensorlake/timings``)."""
         values = dict(preset)
         response = self.client.post("/_mock/tensorlake/timings", json=values)
-        if response.status_code != 200:
-            raise ContractViolation("set_timings", f"the admin API refused timings {values}: {response.text[:200]!r}")
-        self.oracle.set_timings(values)
+        refused = f"the admin API refused timings {values}: {response.text[:200]!r}"
+        if hold(ADMIN_API, response.status_code == 200, "set_timings", refused):
+            self.oracle.set_timings(values)
 
     # -- invariants and teardown -----------------------------------------------------------------------------
 

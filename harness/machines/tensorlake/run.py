@@ -1,25 +1,41 @@
 """Run the TensorLake API machine: HTTP clients, settings, a seeded run with a replay line, mock and mutant runs.
 
 :func:`check_mock` serves a mock object on loopback and runs the machine against it; :func:`kills_mutant` is
-the runner :func:`harness.reporting.mutation.mutation_score` takes for wrong mocks, trying the runs of :func:`kill_plan`.
+the judge :mod:`harness.reporting.mutation` takes for wrong mocks: it tries the runs of :func:`kill_plan` in a
+default-mode ledger and returns the contract that killed the mutant and its strength (a ``choice`` kill when only
+a choice differed).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
 from hypothesis import settings
 
-from harness.machines.common import derive_settings, run_seeded
+from harness.machines.common import derive_settings, judge, run_seeded
 from harness.machines.tensorlake.compare import ContractViolation
 from harness.machines.tensorlake.driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory, MachineBase
 from mockserver.admin.client import AdminClient
 from mockserver.asgi.server import MockServer
 from mockserver.service import HttpMock
 
-__all__ = ["MUTANT_SEEDS", "check_mock", "http_clients", "kill_plan", "kills_mutant", "machine_settings", "run_machine"]
+if TYPE_CHECKING:
+    from harness.reporting.mutation import Kill
+
+__all__ = [
+    "MUTANT_SEEDS",
+    "check_mock",
+    "http_clients",
+    "kill_plan",
+    "kills_mutant",
+    "machine_settings",
+    "run_machine",
+    "run_mock",
+]
 
 #: Fixed seeds the mutation runs use (each run: 30 programs of up to 12 steps, no shrinking).
 MUTANT_SEEDS = (4, 5)
@@ -65,7 +81,7 @@ def run_machine(
     run_seeded(machine, settings or machine_settings(), seed, note)
 
 
-def check_mock(
+def run_mock(
     mock: HttpMock,
     *,
     operations: Iterable[str] | None = None,
@@ -73,8 +89,8 @@ def check_mock(
     steps: int = 12,
     seed: int = 0,
     shrink: bool = False,
-) -> str | None:
-    """Serve ``mock`` on loopback, run the machine against it; return the violation's text, or None if it passed."""
+) -> ContractViolation | None:
+    """Serve ``mock`` on loopback, run the machine against it; return the violation (with its notes), or None."""
     from harness.machines.tensorlake.machine import make_machine  # imported here: that module re-exports this one
 
     server = MockServer(mock.app).start()
@@ -87,11 +103,27 @@ def check_mock(
             seed=seed,
         )
     except ContractViolation as exc:
-        return "\n".join([str(exc), *getattr(exc, "__notes__", [])])
+        return exc
     finally:
         admin.close()
         server.stop()
     return None
+
+
+def check_mock(
+    mock: HttpMock,
+    *,
+    operations: Iterable[str] | None = None,
+    max_examples: int = 30,
+    steps: int = 12,
+    seed: int = 0,
+    shrink: bool = False,
+) -> str | None:
+    """Serve ``mock`` on loopback, run the machine against it; return the violation's text, or None if it passed."""
+    found = run_mock(mock, operations=operations, max_examples=max_examples, steps=steps, seed=seed, shrink=shrink)
+    if found is None:
+        return None
+    return "\n".join([str(found), *getattr(found, "__notes__", [])])
 
 
 def kill_plan(factory: Callable[[], object]) -> list[tuple[list[str] | None, int]]:
@@ -103,12 +135,19 @@ def kill_plan(factory: Callable[[], object]) -> list[tuple[list[str] | None, int
     return [*plan, (None, MUTANT_SEEDS[0])]
 
 
-def kills_mutant(name: str, factory: Callable[[], object]) -> bool:
-    """Tell whether the machine fails against a mutant mock (a runner for :func:`harness.reporting.mutation.mutation_score`)."""
+def kills_mutant(name: str, factory: Callable[[], object]) -> Kill | None:
+    """Return what kills a mutant mock (a judge for :mod:`harness.reporting.mutation`), or None when it survives.
+
+    Each run of :func:`kill_plan` goes in a default-mode ledger: a run that fails names the contract and its
+    strength; a run in which only a choice differed is remembered, and returned when no run fails.
+    """
+    choice_kill: Kill | None = None
     for operations, seed in kill_plan(factory):
         mock = factory()
         if not isinstance(mock, HttpMock):
             raise TypeError(f"mutant {name} built {type(mock).__name__}, not a mock")
-        if check_mock(mock, operations=operations, seed=seed) is not None:
-            return True
-    return False
+        kill = judge(functools.partial(run_mock, mock, operations=operations, seed=seed))
+        if kill is not None and kill.strength != "choice":
+            return kill
+        choice_kill = choice_kill or kill
+    return choice_kill

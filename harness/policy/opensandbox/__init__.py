@@ -64,10 +64,12 @@ def run_checks(
     at_seed: int = 0,
     stop_on_failure: bool = False,
     strict: bool = False,
+    shrink: bool = True,
 ) -> list[CheckResult]:
-    """Run the named checks (all by default) against ``engine`` and return their results.
+    """Run the named checks (all by default, in the order given) against ``engine`` and return their results.
 
-    ``stop_on_failure`` stops at the first check that fails the run (under ``strict``, a differing choice too).
+    ``stop_on_failure`` stops at the first check that fails the run (under ``strict``, a differing choice too);
+    ``shrink=False`` reports the first failing input found instead of a minimal one (faster).
     """
     config = settings(
         max_examples=max_examples,
@@ -77,7 +79,7 @@ def run_checks(
         report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
         verbosity=Verbosity.quiet,
-        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, *((Phase.shrink,) if shrink else ())),
     )
     results: list[CheckResult] = []
     for name in checks if checks is not None else tuple(CHECKS):

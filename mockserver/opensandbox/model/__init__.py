@@ -16,15 +16,48 @@ sandbox-port gate), :mod:`.execd` and :mod:`.files` (execd), :mod:`.egress` (pol
 
 from __future__ import annotations
 
-from .auth import ANY_KEY, AnyKey, KeyOption, KeyTable
-from .config import DEFAULT_HOST, ServerConfig
-from .errors import ExecdAuthError, TextError, wire_code
-from .ports import PortCall, admit_port
-from .profiles import EGRESS_PORT, EXECD_PORT, SERVER_VERSION, ProfileName, RuntimeProfile, make_profile
-from .records import CommandRecord, SandboxRecord, SnapshotRecord
-from .spec import CreateSpec, parse_create
-from .state import OpenSandboxState
-from .validation import Checker, RequestValidationError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .auth import ANY_KEY, AnyKey, KeyOption, KeyTable
+    from .config import DEFAULT_HOST, ServerConfig
+    from .errors import ExecdAuthError, TextError, wire_code
+    from .ports import PortCall, admit_port
+    from .profiles import EGRESS_PORT, EXECD_PORT, SERVER_VERSION, ProfileName, RuntimeProfile, make_profile
+    from .records import CommandRecord, SandboxRecord, SnapshotRecord
+    from .spec import CreateSpec, parse_create
+    from .state import OpenSandboxState
+    from .validation import Checker, RequestValidationError
+
+#: Where each public name lives; it is imported on first use, so loading one rule loads no other.
+_HOMES = {
+    "ANY_KEY": ".auth",
+    "AnyKey": ".auth",
+    "Checker": ".validation",
+    "CommandRecord": ".records",
+    "CreateSpec": ".spec",
+    "DEFAULT_HOST": ".config",
+    "EGRESS_PORT": ".profiles",
+    "EXECD_PORT": ".profiles",
+    "ExecdAuthError": ".errors",
+    "KeyOption": ".auth",
+    "KeyTable": ".auth",
+    "OpenSandboxState": ".state",
+    "PortCall": ".ports",
+    "ProfileName": ".profiles",
+    "RequestValidationError": ".validation",
+    "RuntimeProfile": ".profiles",
+    "SERVER_VERSION": ".profiles",
+    "SandboxRecord": ".records",
+    "ServerConfig": ".config",
+    "SnapshotRecord": ".records",
+    "TextError": ".errors",
+    "admit_port": ".ports",
+    "make_profile": ".profiles",
+    "parse_create": ".spec",
+    "wire_code": ".errors",
+}
 
 __all__ = [
     "ANY_KEY",
@@ -53,3 +86,17 @@ __all__ = [
     "parse_create",
     "wire_code",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from the module that defines it, on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

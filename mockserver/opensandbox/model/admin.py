@@ -9,6 +9,7 @@ from typing import Any
 
 from mockserver.core import ApiError, json_object
 
+from . import faults
 from .profiles import EGRESS_PORT, EXECD_PORT
 from .records import SandboxRecord
 from .state import OpenSandboxState
@@ -22,13 +23,18 @@ def _live(state: OpenSandboxState, sandbox_id: str) -> None:
 
 
 def oom_kill(state: OpenSandboxState, sandbox_id: str, body: Any) -> dict[str, Any]:
-    """OOM-kill a sandbox now (exit 137), or with ``{"on_next_exec": true}`` at its next command."""
+    """OOM-kill a sandbox now (exit 137), or with ``{"on_next_exec": true}`` at its next command.
+
+    ``{"wording": name}`` picks one of :data:`~.profiles.OOM_WORDINGS` (default: the runtime's own).
+    """
     options = json_object(body)
-    _live(state, sandbox_id)
+    wording = options.get("wording")
+    if wording is not None and not isinstance(wording, str):
+        raise ApiError(400, "invalid_type", "wording must be a string")
     if options.get("on_next_exec"):
-        state.find(sandbox_id).oom_on_next_exec = True
+        faults.oom_on_next_exec(state, sandbox_id, wording)
     else:
-        state.fail(sandbox_id, *state.profile.oom_status())
+        faults.oom_kill(state, sandbox_id, wording)
     return state.find(sandbox_id).to_json()
 
 

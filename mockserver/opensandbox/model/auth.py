@@ -21,6 +21,7 @@ sandbox that does not exist, so another tenant cannot even learn that the sandbo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -54,7 +55,7 @@ API_KEY_HEADER = "open-sandbox-api-key"
 SECURE_ACCESS_HEADER = "OpenSandbox-Secure-Access"
 DIRECT_PREFIX = "/direct"
 ADMIN_PREFIX = "/_mock"
-EXEMPT_PATHS = ("/health", "/version", "/docs", "/redoc", "/openapi.json")
+EXEMPT_PATHS = ("/health", "/version", "/docs", "/redoc", "/openapi.json", "/openapi/")
 DEFAULT_TENANT = "default"
 _PROXY_PATH = re.compile(r"^(/v1)?/sandboxes/[^/]+/proxy/\d+(/|$)")
 
@@ -97,6 +98,7 @@ def invalid_secure_access() -> ApiError:
     return ApiError(401, "MISSING_OR_INVALID_SECURE_ACCESS", "Secure access token is missing or invalid.")
 
 
+@functools.lru_cache(maxsize=4096)
 def key_tenant(key: str) -> str:
     """Return the tenant a key names in any-key mode: ``key-`` and a hash of the key, never the key itself."""
     return "key-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -1,4 +1,4 @@
-"""How one OpenSandbox server is set up: keys, sandbox-port tokens, egress enforcement, snapshot pace, host."""
+"""How one OpenSandbox server is set up: keys, port tokens, egress enforcement, snapshot pace, host, volumes."""
 
 from __future__ import annotations
 
@@ -6,10 +6,30 @@ from dataclasses import dataclass, field
 
 from .auth import KeyTable
 
-__all__ = ["DEFAULT_HOST", "ENFORCEMENT_MODES", "ServerConfig"]
+__all__ = ["CORS", "DEFAULT_HOST", "ENFORCEMENT_MODES", "CorsSettings", "ServerConfig"]
 
 DEFAULT_HOST = "127.0.0.1:8080"
 ENFORCEMENT_MODES = ("dns", "dns+nft")
+
+
+@dataclass(frozen=True)
+class CorsSettings:
+    """The lifecycle server's CORS settings: FastAPI's ``CORSMiddleware`` as the real 1.1.1 server sets it up.
+
+    Any origin (echoed, since credentials are allowed), any method and header; ``OPEN-SANDBOX-ORIGIN`` is
+    exposed. A preflight is answered before authentication (200 ``OK``); every other lifecycle answer
+    carries ``Vary: Origin``, and with an ``Origin`` the ``Access-Control-Allow-*`` headers (measured).
+    """
+
+    allow_origins: tuple[str, ...] = ("*",)
+    allow_credentials: bool = True
+    allow_methods: tuple[str, ...] = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "QUERY")
+    allow_headers: tuple[str, ...] = ("*",)
+    expose_headers: tuple[str, ...] = ("OPEN-SANDBOX-ORIGIN",)
+    max_age: int = 600
+
+
+CORS = CorsSettings()
 
 
 @dataclass(frozen=True)
@@ -30,6 +50,7 @@ class ServerConfig:
     snapshot_seconds: float = 0.0
     default_host: str = DEFAULT_HOST
     user_ports: bool = False
+    allowed_host_paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.enforcement not in ENFORCEMENT_MODES:

@@ -31,9 +31,12 @@ from .config import ServerConfig
 from .errors import TextError, backend_connection_failed
 from .profiles import EGRESS_PORT
 from .records import SandboxRecord
+from .spec import check_policy_fields, check_rule_fields
 from .state import OpenSandboxState
+from .validation import Checker
 
 __all__ = [
+    "DEVIATING_OPERATIONS",
     "EGRESS_AUTH_HEADER",
     "PolicyGate",
     "apply_delete",
@@ -46,8 +49,30 @@ __all__ = [
     "status_body",
 ]
 
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "lifecycle": (
+        "GET /sandboxes/{sandbox_id}/networkpolicy",
+        "PUT /sandboxes/{sandbox_id}/networkpolicy",
+        "PATCH /sandboxes/{sandbox_id}/networkpolicy",
+        "DELETE /sandboxes/{sandbox_id}/networkpolicy",
+        "GET /sandboxes/{sandbox_id}/endpoints/{port}",
+    ),
+    "egress": (
+        "POST /credential-vault",
+        "GET /credential-vault",
+        "PATCH /credential-vault",
+        "DELETE /credential-vault",
+        "GET /credential-vault/credentials",
+        "GET /credential-vault/credentials/{credential_name}",
+        "GET /credential-vault/bindings",
+        "GET /credential-vault/bindings/{binding_name}",
+    ),
+}
+
 EGRESS_AUTH_HEADER = "OPENSANDBOX-EGRESS-AUTH"
-POLICY_METHODS = ("GET", "PATCH", "DELETE", "PUT")
+#: The ``/networkpolicy`` methods, in the real server's route order (a 405 there allows ``GET``).
+POLICY_METHODS = ("GET", "PUT", "PATCH", "DELETE")
 
 
 def effective_policy(sb: SandboxRecord) -> NetworkPolicy | None:
@@ -159,6 +184,26 @@ def sidecar_policy(
     return status_body(sb, config.enforcement, with_policy=False)
 
 
+def check_policy_body(method: str, body: Any) -> None:
+    """Refuse a ``/networkpolicy`` body its route's model rejects (422), before any lookup, as FastAPI does.
+
+    PUT takes a ``NetworkPolicy``, PATCH a list of ``NetworkRule``, DELETE a list of targets; GET no body.
+    """
+    check = Checker()
+    if method == "PUT":
+        if check.obj(body, ["body"]) is not None:
+            check_policy_fields(check, body, ["body"])
+    elif method == "PATCH":
+        if not isinstance(body, list):
+            check.add("list_type", ["body"], body)
+        else:
+            for i, rule in enumerate(body):
+                check_rule_fields(check, rule, ["body", i])
+    elif method == "DELETE":
+        check.str_list(body, ["body"])
+    check.raise_if_any()
+
+
 def network_policy(
     state: OpenSandboxState, config: ServerConfig, tenant: str, sandbox_id: str, method: str, body: Any
 ) -> dict[str, Any]:
@@ -167,6 +212,7 @@ def network_policy(
     502 ``BACKEND_CONNECTION_FAILED`` without a running sidecar; 400 ``SANDBOX::INVALID_PARAMETER`` for a
     policy the engine rejects; the answer always carries the policy.
     """
+    check_policy_body(method, body)
     sb = state.find(sandbox_id, tenant)
     if not sb.has_sidecar or sb.state != "Running":
         raise backend_connection_failed(EGRESS_PORT)

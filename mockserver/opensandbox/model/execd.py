@@ -3,13 +3,23 @@
 Errors are execd's ``{"code", "message"}`` bodies; the access-token refusal is execd's middleware's
 ``{"error": ...}`` (:class:`~.errors.ExecdAuthError`). Running a command is not a rule: the runtime in
 :mod:`mockserver.opensandbox.commands` runs the :class:`RunRequest` these functions validate.
+
+Known deviations: a foreground command whose SSE client goes away is killed at once (it reports exit -1,
+``signal: killed``), so dropped streams leave no running command behind; real execd runs the command under
+its own context (``context.Background``, bounded only by the request's ``timeout``) and lets it run on to its
+end, keeping its status record (newer execd even lets a client resume the stream). The code interpreter
+(``/code``, ``/code/context(s)``) and the endless ``GET /metrics/watch`` are not served (404). PTY sessions are
+not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
+answers on a platform without PTY), so no session exists: ``GET`` and ``DELETE /pty/{id}`` answer 404
+``CONTEXT_NOT_FOUND`` "pty session <id> not found" (the body NeMo Gym keys on) and a WebSocket to
+``/pty/{id}/ws`` is closed before the handshake.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FsError, normpath
@@ -20,15 +30,18 @@ from .records import CommandRecord, SandboxRecord
 from .state import OpenSandboxState
 
 __all__ = [
+    "DEVIATING_OPERATIONS",
     "EXECD_TOKEN_HEADER",
     "RUN_FIELDS",
     "SESSION_RUN_FIELDS",
     "TAIL_CURSOR_HEADER",
     "LogChunk",
     "RunRequest",
+    "abandon",
     "check_execd_token",
     "command_logs",
     "command_status",
+    "create_pty",
     "create_session",
     "delete_session",
     "error_event",
@@ -41,9 +54,26 @@ __all__ = [
     "new_command",
     "prepare_run",
     "prepare_session_run",
+    "pty_session",
     "resolve_cwd",
     "usage_metrics",
+    "validate_working_dir",
 ]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "execd": (
+        "POST /command",
+        "GET /code/contexts",
+        "DELETE /code/contexts",
+        "GET /code/contexts/{context_id}",
+        "DELETE /code/contexts/{context_id}",
+        "POST /code/context",
+        "POST /code",
+        "DELETE /code",
+        "GET /metrics/watch",
+    )
+}
 
 EXECD_TOKEN_HEADER = "x-execd-access-token"
 TAIL_CURSOR_HEADER = "EXECD-COMMANDS-TAIL-CURSOR"
@@ -93,6 +123,7 @@ class RunRequest:
     background: bool = False
     argv: list[str] | None = None
     unknown_fields: list[str] = field(default_factory=list)
+    held_polls: int = 0
 
 
 def _object(body: Any, fields: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
@@ -102,7 +133,7 @@ def _object(body: Any, fields: frozenset[str]) -> tuple[dict[str, Any], list[str
 
 
 def resolve_cwd(sb: SandboxRecord, raw: Any, default: str = "/") -> str:
-    """Return the absolute working directory a request names (``default`` when none)."""
+    """Return the absolute working directory a session request names (``default`` when none); 500 when missing."""
     if raw is None or raw == "":
         return default
     if not isinstance(raw, str):
@@ -113,6 +144,30 @@ def resolve_cwd(sb: SandboxRecord, raw: Any, default: str = "/") -> str:
             raise ApiError(500, "RUNTIME_ERROR", f"chdir {raw}: no such file or directory")
     except FsError as exc:
         raise ApiError(500, "RUNTIME_ERROR", f"chdir {raw}: {exc.strerror.lower()}") from exc
+    return path
+
+
+def validate_working_dir(sb: SandboxRecord, raw: Any) -> str:
+    """Return the absolute directory a ``POST /command`` runs in; refuse one execd (1.0.11+) cannot use (400).
+
+    execd validates the request before it starts anything: a directory that does not exist, a path that is
+    not a directory and a path it cannot stat are ``INVALID_REQUEST_BODY`` with the path as it was sent.
+    """
+    if raw is None or raw == "":
+        return "/"
+    if not isinstance(raw, str):
+        raise invalid("invalid request body: cwd must be a string")
+    prefix = "invalid request, validation error "
+    try:
+        path = normpath(raw, "/")
+        info = sb.fs.stat(path)
+    except FsError as exc:
+        if exc.code == "not_found":
+            raise invalid(f"{prefix}working directory does not exist: {raw}") from exc
+        quoted = json.dumps(raw, ensure_ascii=False)
+        raise invalid(f"{prefix}cannot access working directory {quoted}: stat {raw}: {exc.strerror.lower()}") from exc
+    if not info.is_dir:
+        raise invalid(f"{prefix}working directory path is not a directory: {raw}")
     return path
 
 
@@ -142,12 +197,13 @@ def prepare_run(state: OpenSandboxState, sb: SandboxRecord, body: Any, *, via_pr
     background = data.get("background", False)
     if not isinstance(background, bool):
         raise invalid("invalid request body: background must be a boolean")
-    cwd = resolve_cwd(sb, data.get("cwd"))
-    if sb.oom_on_next_exec:
-        sb.oom_on_next_exec = False
-        state.fail(sb.id, *state.profile.oom_status())
+    cwd = validate_working_dir(sb, data.get("cwd"))
+    if sb.oom_on_next_exec is not None:
+        wording, sb.oom_on_next_exec = sb.oom_on_next_exec, None
+        state.fail(sb.id, *state.profile.oom_status(wording or None))
         raise unreachable(EXECD_PORT, via_proxy)
-    return RunRequest(command, {**sb.spec.env, **envs}, cwd, timeout, background, argv, unknown)
+    held = state.take_command_hold(sb)
+    return RunRequest(command, {**sb.spec.env, **envs}, cwd, timeout, background, argv, unknown, held)
 
 
 def prepare_session_run(sb: SandboxRecord, session_id: str, body: Any) -> RunRequest:
@@ -168,9 +224,19 @@ def prepare_session_run(sb: SandboxRecord, session_id: str, body: Any) -> RunReq
 
 def new_command(sb: SandboxRecord, ids: IdFactory, clock: VirtualClock, run: RunRequest) -> CommandRecord:
     """Record a new command of the sandbox (running from now) and return it."""
-    record = CommandRecord(ids.token(16, _HEX), run.command, run.background, clock.now())
+    record = CommandRecord(ids.token(16, _HEX), run.command, run.background, clock.now(), held_polls=run.held_polls)
     sb.commands[record.id] = record
     return record
+
+
+def abandon(record: CommandRecord) -> None:
+    """End a foreground command whose stream's client went away: it is killed (exit -1, ``signal: killed``).
+
+    See the module's known deviations: real execd lets such a command run on to its end or its timeout.
+    """
+    if record.running and not record.background:
+        record.stop_reason = "signal: killed"
+        record.cancel()
 
 
 def interrupt(sb: SandboxRecord, command_id: str | None) -> None:
@@ -188,6 +254,9 @@ def command_status(sb: SandboxRecord, command_id: str) -> dict[str, Any]:
     record = sb.commands.get(command_id)
     if record is None:
         raise ApiError(404, "INVALID_REQUEST_BODY", f"command not found: {command_id}")
+    if record.held_polls > 0:
+        record.held_polls -= 1
+        return record.status_json(held=True)
     return record.status_json()
 
 
@@ -229,6 +298,20 @@ def delete_session(sb: SandboxRecord, session_id: str) -> None:
     """Close a session; 404 ``CONTEXT_NOT_FOUND`` when there is none."""
     if sb.sessions.pop(session_id, None) is None:
         raise ApiError(404, "CONTEXT_NOT_FOUND", f"session not found: {session_id}")
+
+
+def create_pty(body: Any) -> NoReturn:
+    """Refuse ``POST /pty``: the mock's command runtime has no terminals (501 ``NOT_SUPPORTED``)."""
+    if body is not None and not isinstance(body, dict):
+        raise invalid("invalid request body: expected a JSON object")
+    raise ApiError(
+        501, "NOT_SUPPORTED", "PTY is not supported by the sandproof command emulator (no terminal sessions)"
+    )
+
+
+def pty_session(session_id: str) -> NoReturn:
+    """Answer a lookup or delete of a PTY session: there is none (404 ``CONTEXT_NOT_FOUND``)."""
+    raise ApiError(404, "CONTEXT_NOT_FOUND", f"pty session {session_id} not found")
 
 
 def metrics(sb: SandboxRecord, now_ms: int) -> dict[str, Any]:

@@ -11,18 +11,16 @@ Known deviations from the real 1.1.1 server:
   the pod runs); its endpoints answer 404 ``KUBERNETES::POD_IP_NOT_AVAILABLE`` until ready.
 * A ``networkPolicy`` whose targets the reference engine rejects gives 400
   ``SANDBOX::INVALID_PARAMETER`` (the real server starts a sidecar that fails, then 500s).
-* Bodies over 1 MiB get 413 (the real server has no limit); pools and templates answer 501;
-  diagnostics are not served.
+* Bodies over 1 MiB get 413 (the real server has no limit); diagnostics are not served (404).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any, NoReturn
+from typing import Any
 
-from mockserver.core import ApiError
-
+from .config import ServerConfig
 from .errors import TextError
 from .profiles import SERVER_VERSION
 from .query import Query, metadata_filter, page_of, query_last, query_values
@@ -32,6 +30,7 @@ from .state import OpenSandboxState
 from .validation import Checker
 
 __all__ = [
+    "DEVIATING_OPERATIONS",
     "CreatedSnapshot",
     "create_sandbox",
     "create_snapshot",
@@ -47,9 +46,19 @@ __all__ = [
     "pause_sandbox",
     "renew_expiration",
     "resume_sandbox",
-    "unsupported",
     "version",
 ]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (see ``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "lifecycle": (
+        "POST /sandboxes",
+        "GET /sandboxes/{sandbox_id}/diagnostics/logs",
+        "GET /sandboxes/{sandbox_id}/diagnostics/inspect",
+        "GET /sandboxes/{sandbox_id}/diagnostics/events",
+        "GET /sandboxes/{sandbox_id}/diagnostics/summary",
+    )
+}
 
 
 def health() -> dict[str, Any]:
@@ -62,14 +71,12 @@ def version() -> dict[str, Any]:
     return {"version": SERVER_VERSION}
 
 
-def unsupported(path: str) -> NoReturn:
-    """Refuse pool and template management: 501 (not configured on this runtime)."""
-    kind = "Pool" if "/pools" in path else "Template"
-    raise ApiError(501, "SANDBOX::API_NOT_SUPPORTED", f"{kind} management is not supported in this runtime.")
-
-
 def metrics_event(state: OpenSandboxState, body: Any) -> None:
-    """Accept an SDK telemetry event (``sandbox.create``, its duration and outcome); 422 when malformed."""
+    """Accept an SDK telemetry event (``sandbox.create``, its duration and outcome); 422 when malformed.
+
+    The ``MetricsEvent`` model's fields, in its order: ``eventType``, ``sandboxId`` and ``image`` (strings or
+    null), ``createDurationMs`` (>= 0), ``success``; other fields are ignored.
+    """
     check = Checker()
     data = check.obj(body, ["body"])
     check.raise_if_any()
@@ -84,6 +91,9 @@ def metrics_event(state: OpenSandboxState, body: Any) -> None:
             "Input should be 'sandbox.create'",
             expected="'sandbox.create'",
         )
+    for key in ("sandboxId", "image"):
+        if data.get(key) is not None:
+            check.string(data[key], ["body", key])
     if "createDurationMs" not in data:
         check.add("missing", ["body", "createDurationMs"], data)
     else:
@@ -93,19 +103,28 @@ def metrics_event(state: OpenSandboxState, body: Any) -> None:
     else:
         check.boolean(data["success"], ["body", "success"])
     check.raise_if_any()
-    with state.lock:
-        state.metrics_events.append(data)
+    state.add_metrics_event(data)
 
 
-def create_sandbox(state: OpenSandboxState, tenant: str, body: Any) -> tuple[SandboxRecord, dict[str, Any]]:
+def create_sandbox(
+    state: OpenSandboxState, tenant: str, body: Any, config: ServerConfig | None = None
+) -> tuple[SandboxRecord, dict[str, Any]]:
     """Create a sandbox (202): return its record and the ``CreateSandboxResponse`` body."""
-    sb = state.create(tenant, parse_create(body, state.profile.name))
+    allowed = config.allowed_host_paths if config is not None else ()
+    spec = parse_create(
+        body,
+        state.profile.name,
+        now=state.clock.now(),
+        allowed_host_paths=allowed,
+        resolve_snapshot=lambda snapshot_id: state.restorable_snapshot(tenant, snapshot_id),
+    )
+    sb = state.create(tenant, spec)
     return sb, sb.create_response()
 
 
 def get_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> dict[str, Any]:
-    """Return one sandbox's body; 404 for an unknown one or another tenant's."""
-    return state.find(sandbox_id, tenant).to_json()
+    """Return one sandbox's body (cached per revision: read-only); 404 for an unknown one or another tenant's."""
+    return state.wire(state.find(sandbox_id, tenant))
 
 
 def list_sandboxes(state: OpenSandboxState, tenant: str, query: Query) -> dict[str, Any]:

@@ -7,7 +7,9 @@ whether the request reaches the port's service (it returns the sandbox) or what 
 Known deviations: a direct request to a sandbox that is not running answers 502 ``Bad Gateway``
 (text) at once, where a real paused container would hang and a deleted one refuse the connection;
 ports other than 44772 and 18080 have no service (502) unless the runtime runs real processes
-(``ServerConfig.user_ports``), where they reach whatever listens there in the sandbox.
+(``ServerConfig.user_ports``), where they reach whatever listens there in the sandbox. A method the server
+proxy does not forward (HEAD, OPTIONS) gets 405 with ``Allow: DELETE, GET, PATCH, POST, PUT``; the real server
+lists the same methods in the order of a Python set, which changes from one server process to the next.
 """
 
 from __future__ import annotations
@@ -25,7 +27,19 @@ from .profiles import EGRESS_PORT, EXECD_PORT
 from .records import SandboxRecord
 from .state import OpenSandboxState
 
-__all__ = ["PortCall", "admit_port", "require_pod_ip", "serves"]
+__all__ = ["DEVIATING_OPERATIONS", "PROXY_METHODS", "PortCall", "admit_port", "require_pod_ip", "serves"]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "lifecycle": tuple(
+        f"{method} /sandboxes/{{sandbox_id}}/proxy/{{port}}{rest}"
+        for rest in ("", "/{full_path}")
+        for method in ("GET", "POST", "PUT", "DELETE", "PATCH")
+    )
+}
+
+#: The methods the server proxy forwards; any other answers 405 before anything else is checked.
+PROXY_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,24 @@ EGRESS_PORT = 18080
 SERVER_VERSION = "1.1.1"
 
 
+#: How an OOM kill (exit 137) is worded in a sandbox's status, by where the wording comes from:
+#:
+#: * ``docker-1.1.1``: the real 1.1.1 Docker runtime, which words a dead container by its exit code only
+#:   (NeMo Gym's OOM pattern ``oom[\s_-]*killed|out of memory`` does not match it);
+#: * ``docker-oomkilled-flag``: the Docker wording with Docker's ``State.OOMKilled`` flag added, which the
+#:   1.1.1 server reads only in its diagnostics (NeMo Gym reports "Sandbox was OOM-killed" on it);
+#: * ``kubernetes-1.1.1``: the real Kubernetes runtime's pod summary.
+OOM_WORDINGS: dict[str, tuple[str, str]] = {
+    "docker-1.1.1": ("CONTAINER_EXITED_ERROR", "Sandbox container exited with code 137."),
+    "docker-oomkilled-flag": ("CONTAINER_EXITED_ERROR", "Sandbox container exited with code 137 (OOMKilled)."),
+    "kubernetes-1.1.1": (
+        "FAILED",
+        "1/1 observed pods failed; primary reason=OOMKilled; container sandbox terminated "
+        "with OOMKilled (exit code 137)",
+    ),
+}
+
+
 @dataclass(frozen=True)
 class RuntimeProfile:
     """Describe one runtime: its error-code prefix, state reasons and transition times (virtual seconds).
@@ -65,14 +83,28 @@ class RuntimeProfile:
         table = docker if self.name == "docker" else k8s
         return table.get(state, ("CONTAINER_STATE_UNKNOWN", f"Sandbox is in state '{state}'."))
 
-    def oom_status(self) -> tuple[str, str]:
-        """Return (reason, message) of a sandbox whose container was OOM-killed (exit 137)."""
+    @property
+    def default_oom_wording(self) -> str:
+        """Return the name of the OOM wording this runtime reports (see :data:`OOM_WORDINGS`)."""
+        return "docker-1.1.1" if self.name == "docker" else "kubernetes-1.1.1"
+
+    def oom_status(self, wording: str | None = None) -> tuple[str, str]:
+        """Return (reason, message) of a sandbox whose container was OOM-killed (exit 137).
+
+        ``wording`` names one of :data:`OOM_WORDINGS` (default: this runtime's own); ValueError for another.
+        """
+        name = wording or self.default_oom_wording
+        if name not in OOM_WORDINGS:
+            raise ValueError(f"unknown OOM wording {name!r}: expected one of {sorted(OOM_WORDINGS)}")
+        return OOM_WORDINGS[name]
+
+    def failed_status(self) -> tuple[str, str]:
+        """Return (reason, message) of a sandbox whose container died of an ordinary error (exit 1)."""
         if self.name == "docker":
-            return "CONTAINER_EXITED_ERROR", "Sandbox container exited with code 137 (OOMKilled)."
+            return "CONTAINER_EXITED_ERROR", "Sandbox container exited with code 1."
         return (
             "FAILED",
-            "1/1 observed pods failed; primary reason=OOMKilled; container sandbox terminated "
-            "with OOMKilled (exit code 137)",
+            "1/1 observed pods failed; primary reason=Error; container sandbox terminated with Error (exit code 1)",
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.opensandbox import NetworkPolicy
+from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
 from .profiles import DOCKER
@@ -23,7 +24,9 @@ class CommandRecord:
     """One execd command: its status record and (for background runs) its combined log.
 
     ``stop`` is how the runtime running the command stops it (set when it starts); the model calls it
-    through :meth:`cancel` when a sandbox is deleted, fails or the command is interrupted.
+    through :meth:`cancel` when a sandbox is deleted, fails or the command is interrupted. ``held_polls``
+    is how many more status polls report it running whatever it did (an armed fault); ``stop_reason`` is the
+    error a stopped command reports (an interrupt's SIGTERM by default).
     """
 
     id: str
@@ -35,6 +38,8 @@ class CommandRecord:
     error: str | None = None
     finished_at: float | None = None
     output: bytearray = field(default_factory=bytearray)
+    held_polls: int = 0
+    stop_reason: str = "signal: terminated"
     stop: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     def finish(self, exit_code: int, error: str | None, now: float) -> None:
@@ -46,8 +51,17 @@ class CommandRecord:
         self.error = error
         self.finished_at = now
 
-    def status_json(self) -> dict[str, Any]:
-        """Return the execd ``CommandStatusResponse``."""
+    def status_json(self, *, held: bool = False) -> dict[str, Any]:
+        """Return the execd ``CommandStatusResponse``; ``held``: as while it runs (see :attr:`held_polls`)."""
+        if held:
+            return {
+                "id": self.id,
+                "content": self.content,
+                "running": True,
+                "exit_code": None,
+                "started_at": iso(self.started_at),
+                "finished_at": None,
+            }
         out: dict[str, Any] = {
             "id": self.id,
             "content": self.content,
@@ -77,6 +91,7 @@ class CommandRecord:
             "error": self.error,
             "finished_at": self.finished_at,
             "output": self.output.decode("utf-8", "replace"),
+            "held_polls": self.held_polls,
         }
 
     @classmethod
@@ -84,6 +99,7 @@ class CommandRecord:
         """Rebuild a record; one that was running is restored as killed."""
         rec = cls(str(data["id"]), str(data["content"]), bool(data["background"]), float(data["started_at"]))
         rec.output = bytearray(str(data.get("output", "")).encode())
+        rec.held_polls = int(data.get("held_polls") or 0)
         if data.get("running"):
             rec.finish(-1, "signal: killed", float(data["started_at"]))
         else:
@@ -99,7 +115,13 @@ class SandboxRecord:
     """One sandbox: its lifecycle state, spec, filesystem, policy and execd state.
 
     ``access_token`` is the sandbox's secure-access token: in multi-tenant mode its direct endpoint
-    hands it out and its sandbox ports accept it in place of the owner's API key.
+    hands it out and its sandbox ports accept it in place of the owner's API key. The armed faults of
+    :mod:`.faults`: ``oom_on_next_exec`` (an OOM wording name; ``""`` is the runtime's own), ``fail_next``
+    (pause or resume -> the failed status it ends in; ``pending_failure`` while it settles) and
+    ``hold_next_command`` (how many status polls the next command reports running).
+
+    ``rev`` counts the changes a rule made (:meth:`~.state.OpenSandboxState.changed`); ``wire_cache`` holds the
+    lifecycle body of one revision.
     """
 
     id: str
@@ -118,7 +140,12 @@ class SandboxRecord:
     access_token: str = ""
     commands: dict[str, CommandRecord] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)
-    oom_on_next_exec: bool = False
+    oom_on_next_exec: str | None = None
+    fail_next: dict[str, tuple[str, str]] = field(default_factory=dict)
+    pending_failure: tuple[str, str] | None = None
+    hold_next_command: int = 0
+    rev: int = field(default=0, compare=False)
+    wire_cache: tuple[int, WireDict] | None = field(default=None, init=False, repr=False, compare=False)
 
     def set_state(self, state: str, reason: str, message: str, now: float) -> None:
         """Move to ``state`` and stamp the transition."""
@@ -169,9 +196,9 @@ class SandboxRecord:
         for cmd in self.commands.values():
             cmd.cancel()
 
-    def dump(self) -> dict[str, Any]:
-        """Return the sandbox for a state snapshot."""
-        return {
+    def dump(self, *, with_fs: bool = True) -> dict[str, Any]:
+        """Return the sandbox for a state snapshot (without its filesystem when ``with_fs`` is false)."""
+        out = {
             "id": self.id,
             "tenant": self.tenant,
             "created_at": self.created_at,
@@ -187,7 +214,6 @@ class SandboxRecord:
                 "platform": self.spec.platform,
                 "policy": None if self.spec.policy is None else self.spec.policy.to_json(),
             },
-            "fs": self.fs.dump(),
             "state": self.state,
             "reason": self.reason,
             "message": self.message,
@@ -200,7 +226,13 @@ class SandboxRecord:
             "commands": [c.to_json() for c in self.commands.values()],
             "sessions": dict(self.sessions),
             "oom_on_next_exec": self.oom_on_next_exec,
+            "fail_next": {op: list(status) for op, status in self.fail_next.items()},
+            "pending_failure": None if self.pending_failure is None else list(self.pending_failure),
+            "hold_next_command": self.hold_next_command,
         }
+        if with_fs:
+            out["fs"] = self.fs.dump()
+        return out
 
     @classmethod
     def load(cls, data: dict[str, Any], now: Callable[[], float]) -> SandboxRecord:
@@ -235,10 +267,25 @@ class SandboxRecord:
             has_sidecar=bool(data.get("has_sidecar")),
             access_token=str(data.get("access_token") or secrets.token_urlsafe(24)),
             sessions=dict(data.get("sessions") or {}),
-            oom_on_next_exec=bool(data.get("oom_on_next_exec")),
+            oom_on_next_exec=_oom_wording(data.get("oom_on_next_exec")),
+            fail_next={str(op): (str(r), str(m)) for op, (r, m) in (data.get("fail_next") or {}).items()},
+            pending_failure=_status_pair(data.get("pending_failure")),
+            hold_next_command=int(data.get("hold_next_command") or 0),
         )
         rec.commands = {c["id"]: CommandRecord.from_json(c) for c in data.get("commands", [])}
         return rec
+
+
+def _status_pair(value: Any) -> tuple[str, str] | None:
+    """Read a (reason, message) pair from a state file."""
+    return (str(value[0]), str(value[1])) if value else None
+
+
+def _oom_wording(value: Any) -> str | None:
+    """Read an armed OOM kill from a state file: a wording name, or (older files) a boolean."""
+    if isinstance(value, str):
+        return value
+    return "" if value else None
 
 
 @dataclass
@@ -269,22 +316,30 @@ class SnapshotRecord:
         out["createdAt"] = iso(self.created_at)
         return out
 
+    def dump(self) -> dict[str, Any]:
+        """Return the snapshot for a state snapshot."""
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "sandbox_id": self.sandbox_id,
+            "name": self.name,
+            "created_at": self.created_at,
+            "ready_at": self.ready_at,
+            "fs": self.fs,
+            "image": self.image,
+        }
+
+
+def pagination(total: int, page: int, page_size: int) -> dict[str, Any]:
+    """Return the ``pagination`` object of page ``page`` of ``total`` items."""
+    pages = math.ceil(total / page_size) if total else 0
+    return {"page": page, "pageSize": page_size, "totalItems": total, "totalPages": pages, "hasNextPage": page < pages}
+
 
 def paginate(items: list[dict[str, Any]], page: int, page_size: int) -> dict[str, Any]:
     """Return the ``{items, pagination}`` body for one page."""
-    total = len(items)
-    pages = math.ceil(total / page_size) if total else 0
     start = (page - 1) * page_size
-    return {
-        "items": items[start : start + page_size],
-        "pagination": {
-            "page": page,
-            "pageSize": page_size,
-            "totalItems": total,
-            "totalPages": pages,
-            "hasNextPage": page < pages,
-        },
-    }
+    return {"items": items[start : start + page_size], "pagination": pagination(len(items), page, page_size)}
 
 
-__all__ = ["ECHOED_EXTENSION_PREFIX", "CommandRecord", "SandboxRecord", "SnapshotRecord", "paginate"]
+__all__ = ["ECHOED_EXTENSION_PREFIX", "CommandRecord", "SandboxRecord", "SnapshotRecord", "paginate", "pagination"]

@@ -1,9 +1,21 @@
-"""Create-request rules without HTTP: the ``CreateSandboxRequest`` checks and Kubernetes label syntax."""
+"""Create-request rules without HTTP: the ``CreateSandboxRequest`` checks and Kubernetes label syntax.
+
+:func:`parse_create` checks a body as the real server does: the body model's field errors (422, in the
+model's field order), its model validator (422 ``value_error``), then the runtime's checks (400) in the real
+Docker runtime's order: lifecycle hooks, ``poolRef``, the snapshot, metadata labels, ``platform``, the expiry, secure
+access, the network policy, resource limits, volumes (:mod:`.volumes`).
+
+Known deviations: ``platform.os: "windows"`` is accepted like ``linux`` (the real Docker runtime then applies
+its Windows profile: cpu >= 2, memory >= 4G, disk >= 64G and host devices); ``OPENSANDBOX_EGRESS_*``
+variables in ``env`` are kept in the sandbox's environment (the real server passes the allowed ones to the
+egress sidecar and refuses the others with 400).
+"""
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +24,7 @@ from contracts.opensandbox import NetworkPolicy, PolicyError
 from mockserver.core import ApiError
 
 from .validation import CREATE_FIELDS, Checker, value_error
+from .volumes import check_volumes, validate_volumes
 
 RESERVED_PREFIX = "opensandbox.io/"
 DEFAULT_PAGE_SIZE = 20
@@ -32,6 +45,13 @@ _MEMORY_UNITS = {
 _MAX_INT64 = 2**63 - 1
 _INVALID = "SANDBOX::INVALID_PARAMETER"
 RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"lifecycle": ("POST /sandboxes",)}
+#: The entrypoint a sandbox restored from a snapshot runs when the request names none.
+SNAPSHOT_ENTRYPOINT = ("tail", "-f", "/dev/null")
+SUPPORTED_OS = frozenset({"linux", "windows"})
+SUPPORTED_ARCH = frozenset({"amd64", "arm64"})
 
 
 def iso(ts: float) -> str:
@@ -133,6 +153,28 @@ def _pool_ref(data: dict[str, Any]) -> str:
     return str((data.get("extensions") or {}).get("poolRef") or "").strip()
 
 
+def _platform(raw: dict[str, Any]) -> dict[str, str]:
+    """Return a checked ``platform`` as the Docker runtime stores it (os and arch stripped, lower case); 400 else."""
+    os_name, arch = str(raw["os"]).strip().lower(), str(raw["arch"]).strip().lower()
+    if os_name not in SUPPORTED_OS:
+        raise bad_request(_INVALID, f"Unsupported platform.os '{raw['os']}'. Supported values: {sorted(SUPPORTED_OS)}.")
+    if arch not in SUPPORTED_ARCH:
+        raise bad_request(
+            _INVALID, f"Unsupported platform.arch '{raw['arch']}'. Supported values: {sorted(SUPPORTED_ARCH)}."
+        )
+    return {"os": os_name, "arch": arch}
+
+
+def check_timeout(timeout: int | None, now: float) -> None:
+    """Refuse a timeout whose expiry (``now`` + timeout) no timestamp can hold (400)."""
+    if timeout is None:
+        return
+    try:
+        iso(now + timeout)
+    except (OverflowError, ValueError, OSError):
+        raise bad_request(_INVALID, f"Sandbox timeout {timeout}s is too large to represent safely.") from None
+
+
 @dataclass
 class CreateSpec:
     """A validated ``CreateSandboxRequest``."""
@@ -151,35 +193,16 @@ class CreateSpec:
     echo_metadata: bool = False
 
 
-def parse_create(body: Any, runtime: str = "docker") -> CreateSpec:
-    """Validate a create body like pydantic (422) and the given runtime (400) would, in the real order."""
-    check = Checker()
-    data = check.obj(body, ["body"])
-    check.raise_if_any()
-    assert data is not None
+def _check_fields(check: Checker, data: dict[str, Any]) -> None:
+    """Record the body model's field errors, in the model's field order (pydantic reports them so)."""
     image = data.get("image")
     if image is not None and (img := check.obj(image, ["body", "image"])) is not None:
         if "uri" not in img:
             check.add("missing", ["body", "image", "uri"], img)
         else:
             check.string(img["uri"], ["body", "image", "uri"])
-    timeout = None if data.get("timeout") is None else check.integer(data["timeout"], ["body", "timeout"], ge=60)
-    entrypoint = data.get("entrypoint")
-    if entrypoint is not None:
-        check.str_list(entrypoint, ["body", "entrypoint"], min_items=1)
-    for key in ("metadata", "resourceLimits", "resourceRequests", "extensions"):
-        if data.get(key) is not None:
-            check.str_map(data[key], ["body", key])
-    if data.get("env") is not None:
-        check.str_map(data["env"], ["body", "env"], nullable_values=True)
-    secure_access = data.get("secureAccess") is not None and check.boolean(
-        data["secureAccess"], ["body", "secureAccess"]
-    )
-    if data.get("lifecycle") is not None:
-        check.obj(data["lifecycle"], ["body", "lifecycle"])
-    snapshot_id = data.get("snapshotId")
-    if snapshot_id is not None:
-        check.string(snapshot_id, ["body", "snapshotId"])
+    if data.get("snapshotId") is not None:
+        check.string(data["snapshotId"], ["body", "snapshotId"])
     platform = data.get("platform")
     if platform is not None and (plat := check.obj(platform, ["body", "platform"])) is not None:
         for key in ("os", "arch"):
@@ -187,25 +210,78 @@ def parse_create(body: Any, runtime: str = "docker") -> CreateSpec:
                 check.add("missing", ["body", "platform", key], plat)
             else:
                 check.string(plat[key], ["body", "platform", key])
-    raw_policy = data.get("networkPolicy")
-    if raw_policy is not None and (pol := check.obj(raw_policy, ["body", "networkPolicy"])) is not None:
-        default = pol.get("defaultAction")
-        if default is not None:
-            check.string(default, ["body", "networkPolicy", "defaultAction"])
-        rules = pol.get("egress", [])
-        if not isinstance(rules, list):
-            check.add("list_type", ["body", "networkPolicy", "egress"], rules)
-        else:
-            for i, rule in enumerate(rules):
-                loc: list[str | int] = ["body", "networkPolicy", "egress", i]
-                if (r := check.obj(rule, loc)) is None:
-                    continue
-                for key in ("action", "target"):
-                    if key not in r:
-                        check.add("missing", [*loc, key], r)
-                check.string(r.get("action", ""), [*loc, "action"])
-                check.string(r.get("target", "x"), [*loc, "target"], min_length=1)
+    if data.get("timeout") is not None:
+        check.integer(data["timeout"], ["body", "timeout"], ge=60)
+    for key in ("resourceLimits", "resourceRequests"):
+        if data.get(key) is not None:
+            check.str_map(data[key], ["body", key])
+    if data.get("env") is not None:
+        check.str_map(data["env"], ["body", "env"], nullable_values=True)
+    if data.get("metadata") is not None:
+        check.str_map(data["metadata"], ["body", "metadata"])
+    if data.get("lifecycle") is not None:
+        check.obj(data["lifecycle"], ["body", "lifecycle"])
+    if data.get("entrypoint") is not None:
+        check.str_list(data["entrypoint"], ["body", "entrypoint"], min_items=1)
+    check_policy_fields(check, data.get("networkPolicy"), ["body", "networkPolicy"])
+    if data.get("secureAccess") is not None:
+        check.boolean(data["secureAccess"], ["body", "secureAccess"])
+    check_volumes(check, data.get("volumes"))
+    if data.get("extensions") is not None:
+        check.str_map(data["extensions"], ["body", "extensions"])
+
+
+def check_policy_fields(check: Checker, raw_policy: Any, loc: list[str | int]) -> None:
+    """Record the ``NetworkPolicy`` model's errors for a policy at ``loc`` (``defaultAction``, ``egress`` rules)."""
+    if raw_policy is None or (pol := check.obj(raw_policy, loc)) is None:
+        return
+    default = pol.get("defaultAction")
+    if default is not None:
+        check.string(default, [*loc, "defaultAction"])
+    rules = pol.get("egress", [])
+    if not isinstance(rules, list):
+        check.add("list_type", [*loc, "egress"], rules)
+        return
+    for i, rule in enumerate(rules):
+        check_rule_fields(check, rule, [*loc, "egress", i])
+
+
+def check_rule_fields(check: Checker, rule: Any, loc: list[str | int]) -> None:
+    """Record the ``NetworkRule`` model's errors for a rule at ``loc`` (``action`` and a non-empty ``target``)."""
+    if (r := check.obj(rule, loc)) is None:
+        return
+    for key in ("action", "target"):
+        if key not in r:
+            check.add("missing", [*loc, key], r)
+    check.string(r.get("action", ""), [*loc, "action"])
+    check.string(r.get("target", "x"), [*loc, "target"], min_length=1)
+
+
+def parse_create(
+    body: Any,
+    runtime: str = "docker",
+    *,
+    now: float | None = None,
+    allowed_host_paths: Sequence[str] = (),
+    resolve_snapshot: Callable[[str], object] | None = None,
+) -> CreateSpec:
+    """Validate a create body like pydantic (422) and the given runtime (400) would, in the real order.
+
+    ``now`` (the server's time) lets the expiry check run where the real server runs it, after the
+    platform check; ``allowed_host_paths`` is the server's host-volume allow-list (empty by default);
+    ``resolve_snapshot`` raises when a ``snapshotId`` names no snapshot the caller may restore (404 / 409),
+    called where the real server resolves it (after ``poolRef``, before the labels).
+    """
+    check = Checker()
+    data = check.obj(body, ["body"])
     check.raise_if_any()
+    assert data is not None
+    _check_fields(check, data)
+    check.raise_if_any()
+    image, snapshot_id, entrypoint = data.get("image"), data.get("snapshotId"), data.get("entrypoint")
+    lax = Checker()  # the values passed the model: these only convert them (``"60"`` is 60)
+    timeout = None if data.get("timeout") is None else lax.integer(data["timeout"], [])
+    secure_access = data.get("secureAccess") is not None and bool(lax.boolean(data["secureAccess"], []))
     if RESERVED_ENV in (data.get("env") or {}):
         raise value_error(
             body, f"Environment variable '{RESERVED_ENV}' is reserved. Use the lifecycle request field instead."
@@ -226,14 +302,22 @@ def parse_create(body: Any, runtime: str = "docker") -> CreateSpec:
             "SANDBOX::UNSUPPORTED_POOL_REF",
             "poolRef is not supported by the Docker provider. Use Kubernetes BatchSandbox provider instead.",
         )
+    if has_snapshot and resolve_snapshot is not None:
+        resolve_snapshot(str(snapshot_id).strip())
+    if has_snapshot and not entrypoint:
+        entrypoint = list(SNAPSHOT_ENTRYPOINT)
     metadata = dict(data.get("metadata") or {})
     validate_labels(metadata)
+    platform = None if data.get("platform") is None else _platform(data["platform"])
+    if now is not None:
+        check_timeout(timeout, now)
     if docker and secure_access:
         raise bad_request(
             _INVALID,
             "secureAccess is not supported when runtime.type='docker'. "
             "Use the Kubernetes runtime to create secured sandboxes.",
         )
+    raw_policy = data.get("networkPolicy")
     policy: NetworkPolicy | None = None
     if raw_policy is not None:
         try:
@@ -241,10 +325,11 @@ def parse_create(body: Any, runtime: str = "docker") -> CreateSpec:
                 {"defaultAction": raw_policy.get("defaultAction"), "egress": raw_policy.get("egress") or []}
             )
         except PolicyError as exc:
-            raise bad_request("SANDBOX::INVALID_PARAMETER", f"Invalid networkPolicy: {exc}") from exc
+            raise bad_request(_INVALID, f"Invalid networkPolicy: {exc}") from exc
     resource_limits = dict(data.get("resourceLimits") or {})
     if docker:
         validate_docker_resource_limits(resource_limits)
+    validate_volumes(data.get("volumes"), allowed_host_paths)
     return CreateSpec(
         image={"uri": image["uri"]} if has_image and isinstance(image, dict) else None,
         snapshot_id=snapshot_id if has_snapshot else None,
@@ -254,7 +339,7 @@ def parse_create(body: Any, runtime: str = "docker") -> CreateSpec:
         metadata=metadata,
         resource_limits=resource_limits,
         extensions=dict(data.get("extensions") or {}),
-        platform=dict(platform) if isinstance(platform, dict) else None,
+        platform=platform,
         policy=policy,
         unknown_fields=sorted(set(data) - CREATE_FIELDS),
         echo_metadata=data.get("metadata") is not None,

@@ -1,30 +1,43 @@
 """The OpenSandbox server's state: every tenant's sandboxes and snapshots, and their state machine.
 
-Everything time-related reads the mock's virtual clock. State changes are applied lazily: every
-access first calls :meth:`OpenSandboxState.refresh`, which finishes due transitions (Pending to
-Running, Pausing to Paused, ...) and removes expired sandboxes, so any clock mode works.
+Everything time-related reads the mock's virtual clock. State changes are applied lazily: a lookup settles
+the sandbox it finds, and :meth:`OpenSandboxState.refresh` finishes every due transition (Pending to Running,
+Pausing to Paused, ...) and removes expired sandboxes, so any clock mode works. ``refresh`` costs what is due,
+not the population: every sandbox's next due time waits in a heap.
+
+Every rule that changes a sandbox ends in :meth:`OpenSandboxState.changed`: it bumps the record's revision
+(which retires its cached wire body), moves it in the list's indexes (:mod:`.index`), schedules its next due
+time and marks it in the :class:`~mockserver.core.changes.ChangeLog` a durable store writes from. Changes
+other modules make to a sandbox (its policy, commands, sessions and files) are marked by the request that made
+them (see :meth:`OpenSandboxState.touched`).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import secrets
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from contracts.opensandbox import PolicyError
 from mockserver.core import ApiError, IdFactory, VirtualClock
+from mockserver.core.changes import ChangeLog, Key, Row
+from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
+from .index import SandboxIndex
 from .profiles import RuntimeProfile
-from .records import ECHOED_EXTENSION_PREFIX, CommandRecord, SandboxRecord, SnapshotRecord, paginate
+from .records import ECHOED_EXTENSION_PREFIX, CommandRecord, SandboxRecord, SnapshotRecord, paginate, pagination
 from .spec import (
     MAX_PAGE_SIZE,
     RESERVED_PREFIX,
     STATES,
     CreateSpec,
     bad_request,
+    check_timeout,
     iso,
     parse_create,
     validate_labels,
@@ -43,6 +56,14 @@ class OpenSandboxState:
         self.snapshots: dict[str, SnapshotRecord] = {}
         self.metrics_events: list[dict[str, Any]] = []
         self.egress_without_policy = False
+        #: Status polls to hold running, one entry per next command of any sandbox (armed by :mod:`.faults`).
+        self.command_holds: list[int] = []
+        self.changes = ChangeLog()
+        self.index = SandboxIndex()
+        self._due: list[tuple[float, int, str]] = []
+        self._scheduled: dict[str, float] = {}
+        self._due_seq = itertools.count()
+        self._fs_written: dict[str, int] = {}
 
     # -- bookkeeping -------------------------------------------------------------------------------
 
@@ -54,13 +75,53 @@ class OpenSandboxState:
             self.sandboxes.clear()
             self.snapshots.clear()
             self.metrics_events.clear()
+            self.command_holds.clear()
+            self.index.clear()
+            self._due.clear()
+            self._scheduled.clear()
+            self._fs_written.clear()
+            self.changes.mark_all()
+
+    def changed(self, sb: SandboxRecord) -> None:
+        """Record that a rule changed ``sb``: new revision, re-indexed, rescheduled, marked for the store."""
+        sb.rev += 1
+        if sb.id in self.sandboxes:
+            self.index.put(sb)
+            self._schedule(sb)
+        self.changes.mark("sandbox", sb.id)
+
+    def touched(self, sandbox_id: str) -> None:
+        """Mark a sandbox a request may have changed outside this class (policy, commands, files) for the store."""
+        self.changes.mark("sandbox", sandbox_id)
+
+    def _schedule(self, sb: SandboxRecord, now: float | None = None) -> None:
+        """Queue the sandbox's next due time (a pending transition or its expiry), unless already queued."""
+        times = [t for t in (sb.pending[1] if sb.pending else None, sb.expires_at) if t is not None]
+        due = min(times) if times else None
+        if due is None or (now is not None and due <= now):
+            self._scheduled.pop(sb.id, None)
+            return
+        if self._scheduled.get(sb.id) == due:
+            return
+        self._scheduled[sb.id] = due
+        heapq.heappush(self._due, (due, next(self._due_seq), sb.id))
 
     def refresh(self) -> None:
-        """Apply every transition and expiry that is due at the current virtual time."""
+        """Apply every transition and expiry that is due at the current virtual time (what is due, not all)."""
         with self.lock:
             now = self.clock.now()
-            for sb in list(self.sandboxes.values()):
+            due = self._due
+            while due and due[0][0] <= now:
+                at, _, sandbox_id = heapq.heappop(due)
+                if self._scheduled.get(sandbox_id) != at:
+                    continue  # superseded by a later schedule of the same sandbox
+                del self._scheduled[sandbox_id]
+                sb = self.sandboxes.get(sandbox_id)
+                if sb is None:
+                    continue
                 self._refresh_one(sb, now)
+                if sandbox_id in self.sandboxes:
+                    self._schedule(sb, now)
 
     def _refresh_one(self, sb: SandboxRecord, now: float) -> None:
         if sb.pending and now >= sb.pending[1]:
@@ -71,15 +132,22 @@ class OpenSandboxState:
                 return
             if target == "Running":
                 reason, message = self.profile.running_status()
+            elif target == "Failed":
+                reason, message = sb.pending_failure or self.profile.failed_status()
+                sb.pending_failure = None
             else:
                 reason, message = self.profile.status_for(target)
             sb.set_state(target, reason, message, self._stamp(sb, target, at))
+            self.changed(sb)
         if sb.expires_at is not None and now >= sb.expires_at and sb.id in self.sandboxes:
             self._remove(sb)
 
     def _remove(self, sb: SandboxRecord) -> None:
         sb.cancel_commands()
         self.sandboxes.pop(sb.id, None)
+        self.index.drop(sb.id)
+        self._scheduled.pop(sb.id, None)
+        self.changes.mark("sandbox", sb.id)
 
     def find(self, sandbox_id: str, tenant: str | None = None) -> SandboxRecord:
         """Return a live sandbox (of ``tenant`` when given) or raise the runtime's 404."""
@@ -108,20 +176,8 @@ class OpenSandboxState:
             sandbox_id = self.ids.uuid4()
             fs = FileSystem(now=self.clock.now, user="root", hostname=sandbox_id[:12])
             if spec.snapshot_id:
-                snap = self.snapshots.get(spec.snapshot_id)
-                if snap is None or snap.tenant != tenant:
-                    raise ApiError(404, "SNAPSHOT::NOT_FOUND", f"Snapshot {spec.snapshot_id} not found")
-                if now < snap.ready_at:
-                    raise ApiError(409, "SANDBOX::SNAPSHOT_NOT_READY", f"Snapshot {spec.snapshot_id} is not ready.")
-                fs = FileSystem.load(snap.fs, now=self.clock.now)
-            if spec.timeout is not None:
-                try:
-                    iso(now + spec.timeout)
-                except (OverflowError, ValueError, OSError):
-                    raise bad_request(
-                        "SANDBOX::INVALID_PARAMETER",
-                        f"Sandbox timeout {spec.timeout}s is too large to represent safely.",
-                    ) from None
+                fs = FileSystem.load(self.restorable_snapshot(tenant, spec.snapshot_id).fs, now=self.clock.now)
+            check_timeout(spec.timeout, now)
             sb = SandboxRecord(
                 id=sandbox_id,
                 tenant=tenant,
@@ -139,24 +195,29 @@ class OpenSandboxState:
             else:
                 sb.set_state("Running", *self.profile.running_status(), now)
             self.sandboxes[sandbox_id] = sb
+            self.changed(sb)
             return sb
+
+    def wire(self, sb: SandboxRecord) -> WireDict:
+        """Return the sandbox's lifecycle body, built once per revision (read-only: copy it to change it)."""
+        cached = sb.wire_cache
+        if cached is None or cached[0] != sb.rev:
+            cached = (sb.rev, WireDict(sb.to_json()))
+            sb.wire_cache = cached
+        return cached[1]
 
     def list(
         self, tenant: str, states: Iterable[str], metadata: dict[str, str], page: int, page_size: int
     ) -> dict[str, Any]:
-        """Return one page of the tenant's sandboxes: states OR-ed, metadata AND-ed, newest first."""
-        wanted = {s.lower() for s in states}
+        """Return one page of the tenant's sandboxes: states OR-ed, metadata AND-ed, newest first.
+
+        The page costs what it holds (see :mod:`.index`): only its sandboxes are serialised, from their cache.
+        """
         with self.lock:
             self.refresh()
-            found = [
-                sb
-                for sb in self.sandboxes.values()
-                if sb.tenant == tenant
-                and (not wanted or sb.state.lower() in wanted)
-                and all(sb.spec.metadata.get(k) == v for k, v in metadata.items())
-            ]
-            found.sort(key=lambda sb: sb.created_at, reverse=True)
-            return paginate([sb.to_json() for sb in found], page, page_size)
+            found = self.index.page(tenant, states, metadata, (page - 1) * page_size, page_size)
+            items = [self.wire(self.sandboxes[i]) for i in found.ids]
+            return {"items": items, "pagination": pagination(found.total, page, page_size)}
 
     def delete(self, tenant: str, sandbox_id: str) -> None:
         """Delete a sandbox: gone at once (Docker) or Stopping first (Kubernetes-like)."""
@@ -169,6 +230,7 @@ class OpenSandboxState:
                 now = self.clock.now()
                 sb.set_state("Stopping", *self.profile.status_for("Stopping"), self._stamp(sb, "Stopping", now))
                 sb.pending = ("gone", now + self.profile.stop_seconds)
+                self.changed(sb)
             else:
                 self._remove(sb)
 
@@ -180,7 +242,7 @@ class OpenSandboxState:
                 if self.profile.name == "docker":
                     raise ApiError(409, "DOCKER::SANDBOX_NOT_RUNNING", "Sandbox is not in a running state.")
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
-            self._transition(sb, "Pausing", "Paused", self.profile.pause_seconds)
+            self._transition(sb, "Pausing", "Paused", self.profile.pause_seconds, sb.fail_next.pop("pause", None))
 
     def resume(self, tenant: str, sandbox_id: str) -> None:
         """Resume a paused sandbox; 409 otherwise."""
@@ -190,10 +252,20 @@ class OpenSandboxState:
                 if self.profile.name == "docker":
                     raise ApiError(409, "DOCKER::SANDBOX_NOT_PAUSED", "Sandbox is not in a paused state.")
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
-            self._transition(sb, "Resuming", "Running", self.profile.resume_seconds)
+            self._transition(sb, "Resuming", "Running", self.profile.resume_seconds, sb.fail_next.pop("resume", None))
 
-    def _transition(self, sb: SandboxRecord, via: str, target: str, seconds: float) -> None:
+    def _transition(
+        self, sb: SandboxRecord, via: str, target: str, seconds: float, failure: tuple[str, str] | None = None
+    ) -> None:
+        """Move through ``via`` to ``target`` (at once, or ``seconds`` later); an armed ``failure`` ends in Failed."""
         now = self.clock.now()
+        if failure is not None:
+            if seconds > 0:
+                sb.set_state(via, *self.profile.status_for(via), self._stamp(sb, via, now))
+                sb.pending, sb.pending_failure = ("Failed", now + seconds), failure
+            else:
+                self.fail(sb.id, *failure)
+            return
         if seconds > 0:
             sb.set_state(via, *self.profile.status_for(via), self._stamp(sb, via, now))
             sb.pending = (target, now + seconds)
@@ -201,6 +273,7 @@ class OpenSandboxState:
             sb.set_state(target, *self.profile.running_status(), self._stamp(sb, target, now))
         else:
             sb.set_state(target, *self.profile.status_for(target), self._stamp(sb, target, now))
+        self.changed(sb)
 
     def _stamp(self, sb: SandboxRecord, state: str, now: float) -> float:
         """Return ``lastTransitionAt`` for a move to ``state``: Docker reports container creation until it exits."""
@@ -224,6 +297,7 @@ class OpenSandboxState:
                     f"Sandbox {sandbox_id} does not have automatic expiration enabled.",
                 )
             sb.expires_at = new
+            self.changed(sb)
             return new
 
     def patch_metadata(self, tenant: str, sandbox_id: str, patch: dict[str, Any]) -> SandboxRecord:
@@ -240,6 +314,7 @@ class OpenSandboxState:
             merged = {k: v for k, v in sb.spec.metadata.items() if k not in patch}
             merged.update(additions)
             sb.spec.metadata = merged
+            self.changed(sb)
             return sb
 
     def fail(self, sandbox_id: str, reason: str, message: str) -> None:
@@ -249,8 +324,51 @@ class OpenSandboxState:
             sb.cancel_commands()
             for cmd in sb.commands.values():
                 cmd.finish(137, "signal: killed", self.clock.now())
-            sb.pending = None
+            sb.pending, sb.pending_failure = None, None
             sb.set_state("Failed", reason, message, self.clock.now())
+            self.changed(sb)
+
+    def expire(self, sandbox_id: str) -> None:
+        """Make a sandbox reach its expiry now (it is gone at once)."""
+        with self.lock:
+            sb = self.find(sandbox_id)
+            sb.expires_at = self.clock.now()
+            self.changed(sb)
+            self.refresh()
+
+    def oom_on_next_exec(self, sandbox_id: str, wording: str) -> SandboxRecord:
+        """Make the sandbox's next command be OOM-killed, worded as ``wording`` (``""``: the runtime's own)."""
+        with self.lock:
+            sb = self.find(sandbox_id)
+            sb.oom_on_next_exec = wording
+            self.changed(sb)
+            return sb
+
+    def add_metrics_event(self, event: dict[str, Any]) -> None:
+        """Keep one SDK telemetry event."""
+        with self.lock:
+            self.metrics_events.append(event)
+            self.changes.mark("event", str(len(self.metrics_events) - 1))
+
+    def recover(self, sandbox_id: str) -> SandboxRecord:
+        """Put a Failed sandbox back to Running (its container restarted); 409 ``sandbox_not_failed`` otherwise."""
+        with self.lock:
+            sb = self.find(sandbox_id)
+            if sb.state != "Failed":
+                raise ApiError(409, "sandbox_not_failed", f"sandbox {sandbox_id} is {sb.state}, not Failed")
+            sb.set_state("Running", *self.profile.running_status(), self._stamp(sb, "Running", self.clock.now()))
+            self.changed(sb)
+            return sb
+
+    def take_command_hold(self, sb: SandboxRecord) -> int:
+        """Return how many status polls the sandbox's next command reports running (armed per sandbox or any)."""
+        with self.lock:
+            held, sb.hold_next_command = sb.hold_next_command, 0
+            if held:
+                self.touched(sb.id)
+            elif self.command_holds:
+                held = self.command_holds.pop(0)
+            return held
 
     # -- snapshots ---------------------------------------------------------------------------------
 
@@ -265,6 +383,15 @@ class OpenSandboxState:
                 self.ids.uuid4(), tenant, sandbox_id, name, now, now + delay, sb.fs.dump(), sb.spec.image
             )
             self.snapshots[snap.id] = snap
+            self.changes.mark("snapshot", snap.id)
+            return snap
+
+    def restorable_snapshot(self, tenant: str, snapshot_id: str) -> SnapshotRecord:
+        """Return a Ready snapshot of ``tenant`` to restore; 404 ``SNAPSHOT::NOT_FOUND``, 409 ``SNAPSHOT::NOT_READY``."""
+        with self.lock:
+            snap = self.find_snapshot(tenant, snapshot_id)
+            if self.clock.now() < snap.ready_at:
+                raise ApiError(409, "SNAPSHOT::NOT_READY", f"Snapshot {snapshot_id} is not ready for restore.")
             return snap
 
     def find_snapshot(self, tenant: str, snapshot_id: str) -> SnapshotRecord:
@@ -297,6 +424,7 @@ class OpenSandboxState:
         with self.lock:
             self.find_snapshot(tenant, snapshot_id)
             del self.snapshots[snapshot_id]
+            self.changes.mark("snapshot", snapshot_id)
 
     # -- persistence -------------------------------------------------------------------------------
 
@@ -306,20 +434,9 @@ class OpenSandboxState:
             return {
                 "profile": self.profile.to_json(),
                 "sandboxes": [sb.dump() for sb in self.sandboxes.values()],
-                "snapshots": [
-                    {
-                        "id": s.id,
-                        "tenant": s.tenant,
-                        "sandbox_id": s.sandbox_id,
-                        "name": s.name,
-                        "created_at": s.created_at,
-                        "ready_at": s.ready_at,
-                        "fs": s.fs,
-                        "image": s.image,
-                    }
-                    for s in self.snapshots.values()
-                ],
+                "snapshots": [s.dump() for s in self.snapshots.values()],
                 "metrics_events": list(self.metrics_events),
+                "command_holds": list(self.command_holds),
             }
 
     def load(self, data: dict[str, Any]) -> None:
@@ -328,11 +445,82 @@ class OpenSandboxState:
             sandboxes = {d["id"]: SandboxRecord.load(d, self.clock.now) for d in data.get("sandboxes", [])}
             snapshots = {d["id"]: SnapshotRecord(**d) for d in data.get("snapshots", [])}
             events = list(data.get("metrics_events", []))
-        except (KeyError, TypeError, AttributeError, PolicyError) as exc:
+            holds = [int(n) for n in data.get("command_holds", [])]
+        except (KeyError, TypeError, ValueError, AttributeError, PolicyError) as exc:
             raise ValueError(f"malformed OpenSandbox state: {exc}") from exc
         with self.lock:
             self.clear()
             self.sandboxes, self.snapshots, self.metrics_events = sandboxes, snapshots, events
+            self.command_holds = holds
+            for sb in sandboxes.values():
+                self.index.put(sb)
+                self._schedule(sb)
+
+    # -- durable rows (see mockserver.core.changes) --------------------------------------------------
+
+    def rows(self, keys: Iterable[Key]) -> Iterator[Row]:
+        """Return the current rows of the marked records: sandboxes (their files apart), snapshots, events."""
+        with self.lock:
+            for kind, key in keys:
+                if kind == "sandbox":
+                    yield from self._sandbox_rows(key)
+                elif kind == "snapshot":
+                    snap = self.snapshots.get(key)
+                    yield Row("snapshot", key, None if snap is None else snap.dump())
+                elif kind == "event":
+                    at = int(key)
+                    yield Row("event", key, self.metrics_events[at] if at < len(self.metrics_events) else None)
+
+    def _sandbox_rows(self, sandbox_id: str, *, always: bool = False) -> Iterator[Row]:
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is None:
+            self._fs_written.pop(sandbox_id, None)
+            yield Row("sandbox", sandbox_id, None)
+            yield Row("fs", sandbox_id, None)
+            return
+        body = sb.dump(with_fs=False)
+        yield Row("sandbox", sandbox_id, body)
+        if always or self._fs_written.get(sandbox_id) != sb.fs.revision:
+            self._fs_written[sandbox_id] = sb.fs.revision
+            yield Row("fs", sandbox_id, sb.fs.dump())
+
+    def all_rows(self) -> Iterator[Row]:
+        """Return every record, in the order :meth:`load_rows` needs them."""
+        with self.lock:
+            self._fs_written.clear()
+            for sandbox_id in list(self.sandboxes):
+                yield from self._sandbox_rows(sandbox_id, always=True)
+            for snap in self.snapshots.values():
+                yield Row("snapshot", snap.id, snap.dump())
+            for at, event in enumerate(self.metrics_events):
+                yield Row("event", str(at), event)
+
+    def load_rows(self, rows: Iterable[Row]) -> None:
+        """Replace the state with rows :meth:`all_rows` returned; ValueError when malformed."""
+        sandboxes: dict[str, dict[str, Any]] = {}
+        files: dict[str, Any] = {}
+        snapshots: list[Any] = []
+        events: dict[int, Any] = {}
+        for row in rows:
+            if row.kind == "sandbox":
+                sandboxes[row.key] = dict(row.body)
+            elif row.kind == "fs":
+                files[row.key] = row.body
+            elif row.kind == "snapshot":
+                snapshots.append(row.body)
+            elif row.kind == "event":
+                events[int(row.key)] = row.body
+        for sandbox_id, body in sandboxes.items():
+            body["fs"] = files.get(sandbox_id) or FileSystem(now=self.clock.now, user="root").dump()
+        self.load(
+            {
+                "sandboxes": list(sandboxes.values()),
+                "snapshots": snapshots,
+                "metrics_events": [events[i] for i in sorted(events)],
+            }
+        )
+        with self.lock:
+            self._fs_written = {sid: sb.fs.revision for sid, sb in self.sandboxes.items()}
 
 
 __all__ = [

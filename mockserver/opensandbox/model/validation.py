@@ -60,6 +60,22 @@ _FIRST_SECOND_YEAR_0 = -62167219200
 _FIRST_SECOND_YEAR_1 = -62135596800
 
 
+class Pattern:
+    """A pydantic ``pattern`` constraint: its source as the error message shows it, matched as Rust's regex does.
+
+    pydantic searches the string (``^`` anchors at the start); a ``$`` matches only at the very end of the
+    text (Python's would also match before a final newline), so ``$`` is matched as ``\\Z``.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._compiled = re.compile(source.replace("$", r"\Z"))
+
+    def matches(self, value: str) -> bool:
+        """Tell whether ``value`` matches the pattern."""
+        return self._compiled.search(value) is not None
+
+
 class RequestValidationError(Exception):
     """Carry pydantic-style error entries (plain data); the routes render them as FastAPI's 422."""
 
@@ -126,8 +142,19 @@ class Checker:
         """Record one error."""
         self.errors.append(error(kind, loc, value, msg, **ctx))
 
-    def string(self, value: Any, loc: list[str | int], *, min_length: int = 0) -> str | None:
-        """Return ``value`` if it is a string (of ``min_length``), else record an error."""
+    def string(
+        self,
+        value: Any,
+        loc: list[str | int],
+        *,
+        min_length: int = 0,
+        max_length: int | None = None,
+        pattern: Pattern | None = None,
+    ) -> str | None:
+        """Return ``value`` if it is a string meeting the constraints, else record the first one it breaks.
+
+        pydantic checks the type, then ``min_length``, ``max_length`` and ``pattern``, in that order.
+        """
         if not isinstance(value, str):
             self.add("string_type", loc, value)
             return None
@@ -140,7 +167,34 @@ class Checker:
                 min_length=min_length,
             )
             return None
+        if max_length is not None and len(value) > max_length:
+            self.add(
+                "string_too_long",
+                loc,
+                value,
+                f"String should have at most {max_length} character{'s' if max_length > 1 else ''}",
+                max_length=max_length,
+            )
+            return None
+        if pattern is not None and not pattern.matches(value):
+            self.add(
+                "string_pattern_mismatch",
+                loc,
+                value,
+                f"String should match pattern '{pattern.source}'",
+                pattern=pattern.source,
+            )
+            return None
         return value
+
+    def literal(self, value: Any, loc: list[str | int], choices: tuple[str, ...]) -> str | None:
+        """Return ``value`` if it is one of ``choices``, else record pydantic's ``literal_error``."""
+        if value in choices and isinstance(value, str):
+            return value
+        quoted = [f"'{c}'" for c in choices]
+        expected = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        self.add("literal_error", loc, value, f"Input should be {expected}", expected=expected)
+        return None
 
     def integer(self, value: Any, loc: list[str | int], *, ge: int | None = None) -> int | None:
         """Return ``value`` as an int under lax rules (``"60"``, ``60.0``), else record an error."""
@@ -280,6 +334,11 @@ def unix_time(number: float) -> datetime:
     return _EPOCH + timedelta(seconds=seconds, microseconds=micros)
 
 
-def value_error(body: Any, message: str) -> RequestValidationError:
-    """Return a model-level ``value_error`` as pydantic reports a failed ``model_validator``."""
-    return RequestValidationError([error("value_error", ["body"], body, f"Value error, {message}", error={})])
+def value_error(body: Any, message: str, loc: list[str | int] | None = None) -> RequestValidationError:
+    """Return a model-level ``value_error`` as pydantic reports a failed ``model_validator`` (at ``loc``)."""
+    return RequestValidationError([value_error_entry(body, message, loc or ["body"])])
+
+
+def value_error_entry(value: Any, message: str, loc: list[str | int]) -> dict[str, Any]:
+    """Return the error entry of a failed ``model_validator`` of the model at ``loc``."""
+    return error("value_error", loc, value, f"Value error, {message}", error={})

@@ -1,7 +1,7 @@
 """execd's command, session and metrics routes (port 44772): parse, call :mod:`..model.execd`, render.
 
 Commands run on the :class:`~..commands.CommandRuntime`; a foreground command's events stream as execd's
-SSE frames.
+SSE frames, and a client that goes away abandons its command (:func:`~..model.execd.abandon`).
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_json
+from mockserver.asgi.streams import WatchedStream
 from mockserver.core import IdFactory, VirtualClock
 
 from ..commands import CommandRuntime
@@ -56,7 +57,9 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
             async for event in execution.events():
                 yield frame(event)
 
-        return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+        return WatchedStream(
+            events(), media_type="text/event-stream", headers=SSE_HEADERS, on_disconnect=lambda: execd.abandon(record)
+        )
 
     async def ping(request: Request) -> Response:
         sandbox_of(request)
@@ -91,6 +94,14 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
         execd.delete_session(sandbox_of(request), request.path_params["sid"])
         return Response(status_code=200)
 
+    async def create_pty(request: Request) -> Response:
+        sandbox_of(request)
+        execd.create_pty(await read_json(request, empty=None))
+
+    async def pty_session(request: Request) -> Response:
+        sandbox_of(request)
+        execd.pty_session(request.path_params["sid"])
+
     async def metrics(request: Request) -> Response:
         return JSONResponse(execd.metrics(sandbox_of(request), clock.now_ms()))
 
@@ -103,5 +114,7 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
         Route("/session", create_session, methods=["POST"]),
         Route("/session/{sid}/run", run_in_session, methods=["POST"]),
         Route("/session/{sid}", delete_session, methods=["DELETE"]),
+        Route("/pty", create_pty, methods=["POST"]),
+        Route("/pty/{sid}", pty_session, methods=["GET", "DELETE"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]

@@ -1,19 +1,23 @@
-"""The outermost layer of the OpenSandbox app: ``X-Request-ID`` on every answer, and the lifecycle API-key check.
+"""The outer layers of the OpenSandbox app: ``X-Request-ID`` on every answer, CORS, the lifecycle API-key check.
 
-The rule is the model's (:func:`~..model.auth.lifecycle_tenant`); this layer reads the header, records the
-tenant in the scope for the routes, and renders a refusal: the real server's 401 JSON for HTTP, a close
-before the handshake is accepted (code 4401) for a WebSocket.
+The rules are the model's (:func:`~..model.auth.lifecycle_tenant`, :data:`~..model.config.CORS`); this layer
+reads the headers, records the tenant in the scope for the routes, and renders a refusal: the real server's
+401 JSON for HTTP, a close before the handshake is accepted (code 4401) for a WebSocket. The layers nest as
+on the real server: the request id outside CORS outside authentication, so a preflight needs no key and a
+401 still carries the CORS headers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockserver.core import ApiError
 
 from ..model.auth import API_KEY_HEADER, KeyTable, is_lifecycle_path, lifecycle_tenant
+from ..model.config import CORS
 from .render import TENANT_KEY, close_code, error_response
 
 __all__ = ["RequestGate"]
@@ -24,16 +28,25 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 class RequestGate:
-    """Stamp ``X-Request-ID`` on every HTTP answer and authenticate lifecycle requests by API key.
+    """Stamp ``X-Request-ID`` on every HTTP answer, apply CORS and authenticate lifecycle requests by API key.
 
     ``new_id`` makes a request id when the client sent none. Paths under ``/_mock`` and ``/direct`` are not
-    the lifecycle server's: the admin service and the sandbox-port gate decide about them.
+    the lifecycle server's: no CORS, and the admin service and the sandbox-port gate decide about them.
     """
 
     def __init__(self, app: ASGIApp, access: KeyTable, new_id: Callable[[], str]) -> None:
         self.app = app
         self.access = access
         self.new_id = new_id
+        self.cors = CORSMiddleware(
+            self._authenticated,
+            allow_origins=CORS.allow_origins,
+            allow_methods=CORS.allow_methods,
+            allow_headers=CORS.allow_headers,
+            allow_credentials=CORS.allow_credentials,
+            expose_headers=CORS.expose_headers,
+            max_age=CORS.max_age,
+        )
 
     def _admit(self, scope: Scope, headers: dict[str, str]) -> ApiError | None:
         path = str(scope.get("path", ""))
@@ -47,30 +60,34 @@ class RequestGate:
             scope.setdefault("state", {})[TENANT_KEY] = tenant
         return None
 
+    async def _authenticated(self, scope: Scope, receive: Receive, send: Send) -> None:
+        denied = self._admit(scope, _headers(scope))
+        if denied is not None:
+            await error_response(denied)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
-        denied = self._admit(scope, headers)
         if scope["type"] == "websocket":
+            denied = self._admit(scope, headers)
             if denied is not None:
                 await send({"type": "websocket.close", "code": close_code(denied), "reason": denied.code})
                 return
             await self.app(scope, receive, send)
             return
         request_id = (headers.get("x-request-id") or "").strip() or self.new_id()
-        lifecycle = is_lifecycle_path(str(scope.get("path", "")))
 
         async def stamped(message: Message) -> None:
             if message["type"] == "http.response.start":
                 extra = [(b"x-request-id", request_id.encode("latin-1"))]
-                if lifecycle:
-                    extra.append((b"vary", b"Origin"))
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
-        if denied is not None:
-            await error_response(denied)(scope, receive, stamped)
-            return
-        await self.app(scope, receive, stamped)
+        if is_lifecycle_path(str(scope.get("path", ""))):
+            await self.cors(scope, receive, stamped)
+        else:
+            await self._authenticated(scope, receive, stamped)

@@ -1,8 +1,11 @@
-"""The lifecycle server's routes, served under ``/v1`` and bare: parse, call :mod:`..model.lifecycle`, render."""
+"""The lifecycle server's routes, served under ``/v1`` and bare: parse, call :mod:`..model.lifecycle`, render.
+
+Every route serves one method; HEAD is not served (405), as on the real server."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -10,8 +13,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from mockserver.asgi.middleware import notes
+from mockserver.asgi.render import JsonBody
 
+from .. import openapi
 from ..model import egress, endpoints, lifecycle
+from ..model import pools as pools_model
 from ..model.config import ServerConfig
 from ..model.state import OpenSandboxState
 from .render import json_body, tenant_of
@@ -40,14 +46,25 @@ def lifecycle_routes(ctx: LifecycleContext) -> list[BaseRoute]:
     """Return every lifecycle route under ``/v1`` and bare, with the server-proxy mounts."""
     state, config = ctx.state, ctx.config
 
+    async def openapi_document(request: Request) -> Response:
+        name = request.path_params.get("name", "lifecycle")
+        if name not in openapi.DOCUMENTS:
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        return JSONResponse(openapi.document(name))
+
     async def health(request: Request) -> Response:
         return JSONResponse(lifecycle.health())
 
     async def version(request: Request) -> Response:
         return JSONResponse(lifecycle.version())
 
-    async def unsupported(request: Request) -> Response:
-        lifecycle.unsupported(request.url.path)
+    async def pools(request: Request) -> Response:
+        body = await json_body(request) if request.method in ("POST", "PUT") else None
+        pools_model.pool_call(request.method, request.path_params.get("name"), body)
+
+    async def templates(request: Request) -> Response:
+        body = await json_body(request) if request.method == "POST" else None
+        pools_model.template_call(request.method, body)
 
     async def metrics_event(request: Request) -> Response:
         lifecycle.metrics_event(state, await json_body(request))
@@ -57,16 +74,16 @@ def lifecycle_routes(ctx: LifecycleContext) -> list[BaseRoute]:
         body = await json_body(request)
         request_notes = notes(request.scope)
         request_notes.tenant = tenant_of(request)
-        sb, answer = lifecycle.create_sandbox(state, tenant_of(request), body)
+        sb, answer = lifecycle.create_sandbox(state, tenant_of(request), body, config)
         request_notes.unknown_fields.extend(sb.spec.unknown_fields)
         request_notes.sandbox_id = sb.id
         return JSONResponse(answer, status_code=202)
 
     async def list_sandboxes(request: Request) -> Response:
-        return JSONResponse(lifecycle.list_sandboxes(state, tenant_of(request), request.query_params.multi_items()))
+        return JsonBody(lifecycle.list_sandboxes(state, tenant_of(request), request.query_params.multi_items()))
 
     async def get(request: Request) -> Response:
-        return JSONResponse(lifecycle.get_sandbox(state, tenant_of(request), _sandbox_id(request)))
+        return JsonBody(lifecycle.get_sandbox(state, tenant_of(request), _sandbox_id(request)))
 
     async def delete(request: Request) -> Response:
         lifecycle.delete_sandbox(state, tenant_of(request), _sandbox_id(request))
@@ -122,31 +139,51 @@ def lifecycle_routes(ctx: LifecycleContext) -> list[BaseRoute]:
         return JSONResponse(answer)
 
     out: list[BaseRoute] = [
-        Route("/health", health, methods=["GET"]),
-        Route("/version", version, methods=["GET"]),
-        Route("/v1/metrics/events", metrics_event, methods=["POST"]),
+        _route(openapi.SERVED_AT["lifecycle"], openapi_document, "GET"),
+        _route("/openapi/{name}.json", openapi_document, "GET"),
+        _route("/health", health, "GET"),
+        _route("/version", version, "GET"),
+        _route("/v1/metrics/events", metrics_event, "POST"),
     ]
     for prefix in ("/v1", ""):
         p = f"{prefix}/sandboxes"
+        one = f"{p}/{{sandbox_id}}"
         out += [
-            Mount(f"{p}/{{sandbox_id}}/proxy/{{port:int}}", app=ctx.proxy_app),
-            Route(p, create, methods=["POST"]),
-            Route(p, list_sandboxes, methods=["GET"]),
-            Route(f"{p}/{{sandbox_id}}", get, methods=["GET"]),
-            Route(f"{p}/{{sandbox_id}}", delete, methods=["DELETE"]),
-            Route(f"{p}/{{sandbox_id}}/metadata", patch_metadata, methods=["PATCH"]),
-            Route(f"{p}/{{sandbox_id}}/pause", pause, methods=["POST"]),
-            Route(f"{p}/{{sandbox_id}}/resume", resume, methods=["POST"]),
-            Route(f"{p}/{{sandbox_id}}/renew-expiration", renew, methods=["POST"]),
-            Route(f"{p}/{{sandbox_id}}/snapshots", create_snapshot, methods=["POST"]),
-            Route(f"{p}/{{sandbox_id}}/endpoints/{{port}}", endpoint, methods=["GET"]),
-            Route(f"{p}/{{sandbox_id}}/networkpolicy", network_policy, methods=list(egress.POLICY_METHODS)),
-            Route(f"{prefix}/snapshots", list_snapshots, methods=["GET"]),
-            Route(f"{prefix}/snapshots/{{snapshot_id}}", get_snapshot, methods=["GET"]),
-            Route(f"{prefix}/snapshots/{{snapshot_id}}", delete_snapshot, methods=["DELETE"]),
-            Route(f"{prefix}/pools", unsupported, methods=["GET", "POST"]),
-            Route(f"{prefix}/pools/{{name}}", unsupported, methods=["GET", "PUT", "DELETE"]),
-            Route(f"{prefix}/templates", unsupported, methods=["GET", "POST"]),
-            Route(f"{prefix}/templates/{{name}}", unsupported, methods=["GET", "DELETE"]),
+            Mount(f"{one}/proxy/{{port:int}}", app=ctx.proxy_app),
+            _route(p, create, "POST"),
+            _route(p, list_sandboxes, "GET"),
+            _route(one, get, "GET"),
+            _route(one, delete, "DELETE"),
+            _route(f"{one}/metadata", patch_metadata, "PATCH"),
+            _route(f"{one}/pause", pause, "POST"),
+            _route(f"{one}/resume", resume, "POST"),
+            _route(f"{one}/renew-expiration", renew, "POST"),
+            _route(f"{one}/snapshots", create_snapshot, "POST"),
+            _route(f"{one}/endpoints/{{port}}", endpoint, "GET"),
+            *(_route(f"{one}/networkpolicy", network_policy, m) for m in egress.POLICY_METHODS),
+            _route(f"{prefix}/snapshots", list_snapshots, "GET"),
+            _route(f"{prefix}/snapshots/{{snapshot_id}}", get_snapshot, "GET"),
+            _route(f"{prefix}/snapshots/{{snapshot_id}}", delete_snapshot, "DELETE"),
+            _route(f"{prefix}/pools", pools, "POST"),
+            _route(f"{prefix}/pools", pools, "GET"),
+            _route(f"{prefix}/pools/{{name}}", pools, "GET"),
+            _route(f"{prefix}/pools/{{name}}", pools, "PUT"),
+            _route(f"{prefix}/pools/{{name}}", pools, "DELETE"),
+            _route(f"{prefix}/templates", templates, "POST"),
+            _route(f"{prefix}/templates", templates, "GET"),
+            _route(f"{prefix}/templates/{{name}}", templates, "GET"),
+            _route(f"{prefix}/templates/{{name}}", templates, "DELETE"),
         ]
     return out
+
+
+def _route(path: str, endpoint: Any, method: str) -> Route:
+    """Return a route for one method and no other (Starlette adds HEAD to GET routes; the real server does not).
+
+    Routes are listed per method in the real server's order: a 405's ``Allow`` names the methods of the
+    first route whose path matches, as on the real server.
+    """
+    route = Route(path, endpoint, methods=[method])
+    assert route.methods is not None
+    route.methods.discard("HEAD")
+    return route

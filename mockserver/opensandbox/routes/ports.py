@@ -22,12 +22,13 @@ from starlette.routing import BaseRoute, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mockserver.asgi.middleware import notes
+from mockserver.asgi.routing import IndexedRouter
 from mockserver.core import ApiError
 
 from ..model.auth import API_KEY_HEADER, SECURE_ACCESS_HEADER
 from ..model.config import ServerConfig
 from ..model.execd import EXECD_TOKEN_HEADER
-from ..model.ports import PortCall, admit_port
+from ..model.ports import PROXY_METHODS, PortCall, admit_port
 from ..model.records import SandboxRecord
 from ..model.state import OpenSandboxState
 from .render import SANDBOX_KEY, TENANT_KEY, VIA_PROXY_KEY, close_code, error_response
@@ -47,7 +48,7 @@ async def _not_served(scope: Scope, receive: Receive, send: Send) -> None:
 
 def service_router(routes: Sequence[BaseRoute]) -> Router:
     """Return the router of one port's service (a path it does not serve: 404, or close 4404 for a WebSocket)."""
-    return Router(routes=list(routes), default=_not_served)
+    return IndexedRouter(routes=list(routes), default=_not_served)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ class PortDispatcher:
         state[VIA_PROXY_KEY] = self.via_proxy
         if scope["type"] == "http":
             notes(scope).sandbox_id = sandbox_id
+            if self.via_proxy and scope["method"] not in PROXY_METHODS:
+                raise HTTPException(status_code=405, headers={"Allow": ", ".join(sorted(PROXY_METHODS))})
         tenant = state.get(TENANT_KEY)
         call = PortCall(
             sandbox_id,

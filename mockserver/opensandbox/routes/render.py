@@ -97,9 +97,10 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
-    return JSONResponse({"detail": "Method Not Allowed"}, status_code=405)
+    headers = getattr(exc, "headers", None) or {}  # the router names the route's methods in ``Allow``
+    return JSONResponse({"detail": "Method Not Allowed"}, status_code=405, headers=headers)
 
 
 def exception_handlers() -> dict[Any, Any]:
-    """Return the app's handlers: the model's refusals, FastAPI-style 422s, ``{"detail"}`` for 404 and 405."""
+    """Return the app's handlers: the model's refusals, FastAPI-style 422s, ``{"detail"}`` for 404 and 405 (with ``Allow``)."""
     return {ApiError: _api_error, RequestValidationError: _validation_error, 404: _not_found, 405: _not_allowed}

@@ -15,17 +15,51 @@
 Importing this package loads no starlette, uvicorn or httpx.
 """
 
-from .auth import SESSION_COOKIES, KeyRing, Tenant
-from .daemon import CommandSpec, Daemon, ProcessRecord
-from .gate import TensorLakeGate
-from .ingress import Admission, IngressRules, ProxyRequest, Target
-from .lifecycle import Answer, Call, LifecycleApi
-from .records import Sandbox, Session, Snapshot
-from .state import TensorLakeModel
-from .store import CreateOutcome, Timings
-from .urls import Origin
-from .validate import MANAGEMENT_PORT
-from .waits import Settle, without_waiting
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .auth import SESSION_COOKIES, KeyRing, Tenant
+    from .daemon import CommandSpec, Daemon, ProcessRecord
+    from .gate import TensorLakeGate
+    from .ingress import Admission, IngressRules, ProxyRequest, Target
+    from .lifecycle import Answer, Call, LifecycleApi
+    from .records import Sandbox, Session, Snapshot
+    from .state import TensorLakeModel
+    from .store import CreateOutcome, Timings
+    from .urls import Origin
+    from .validate import MANAGEMENT_PORT
+    from .waits import Settle, without_waiting
+
+#: Where each public name lives; it is imported on first use, so loading one rule loads no other.
+_HOMES = {
+    "Admission": ".ingress",
+    "Answer": ".lifecycle",
+    "Call": ".lifecycle",
+    "CommandSpec": ".daemon",
+    "CreateOutcome": ".store",
+    "Daemon": ".daemon",
+    "IngressRules": ".ingress",
+    "KeyRing": ".auth",
+    "LifecycleApi": ".lifecycle",
+    "MANAGEMENT_PORT": ".validate",
+    "Origin": ".urls",
+    "ProcessRecord": ".daemon",
+    "ProxyRequest": ".ingress",
+    "SESSION_COOKIES": ".auth",
+    "Sandbox": ".records",
+    "Session": ".records",
+    "Settle": ".waits",
+    "Snapshot": ".records",
+    "Target": ".ingress",
+    "Tenant": ".auth",
+    "TensorLakeGate": ".gate",
+    "TensorLakeModel": ".state",
+    "Timings": ".store",
+    "without_waiting": ".waits",
+}
 
 __all__ = [
     "MANAGEMENT_PORT",
@@ -53,3 +87,17 @@ __all__ = [
     "Timings",
     "without_waiting",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from the module that defines it, on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

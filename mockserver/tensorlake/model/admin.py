@@ -66,8 +66,7 @@ def create_session(model: TensorLakeModel, token: str, body: Any) -> Session:
         args.get("organization_id", DEFAULT_ORGANIZATION),
         args.get("project_id", DEFAULT_PROJECT),
     )
-    with model.lock:
-        model.sessions[token] = session
+    model.add_session(session)
     return session
 
 

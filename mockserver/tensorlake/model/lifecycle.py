@@ -89,9 +89,9 @@ class LifecycleApi:
         return found
 
     def info(self, call: Call, sb: Sandbox) -> dict[str, Any]:
-        """Return the SandboxInfo of ``sb`` as the client of ``call`` sees it."""
+        """Return the SandboxInfo of ``sb`` as the client of ``call`` sees it (cached per revision: read-only)."""
         sandbox_url, ingress = endpoints(call.origin, sb.id, self.domain)
-        return sb.info(sandbox_url=sandbox_url, ingress_endpoint=ingress)
+        return sb.wire(sandbox_url=sandbox_url, ingress_endpoint=ingress)
 
     def sandbox(self, call: Call, sb: Sandbox, status: int = 200) -> Answer:
         """Answer the SandboxInfo of ``sb``, settled and read under the model lock (never half-updated)."""

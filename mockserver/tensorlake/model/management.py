@@ -17,7 +17,9 @@ has terminals (``runtime="linux"``); the emulator answers them 501 ``not_support
 Known deviations from the real daemon: with the emulator, stdin written to a process is accepted but not fed
 to it; ``user``, restart policies and health checks are recorded, not enforced; every command runs as the
 sandbox's root; a run's ``timeout`` is at most one day; a PTY session's refusals (404
-``pty_session_not_found``, 401 ``invalid_pty_token``, 400 ``invalid_port``) are this mock's own codes.
+``pty_session_not_found``, 401 ``invalid_pty_token``, 400 ``invalid_port``) are this mock's own codes. The
+process of ``POST /processes/run`` is killed (signal 9) when the client of its event stream goes away (the real
+daemon's behaviour is not known); a follower that goes away stops following and the process runs on.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .daemon import CommandSpec, Daemon, ProcessRecord, PtySession, PtySpec
 from .records import ms
 
 __all__ = [
+    "ABANDONED_RUN_SIGNAL",
     "FILE_LIMIT",
     "HEALTH",
     "MAX_RUN_TIMEOUT",
@@ -61,6 +64,9 @@ __all__ = [
     "unsupported",
     "write_file",
 ]
+
+#: The signal that ends a ``run`` whose client went away (see the known deviations).
+ABANDONED_RUN_SIGNAL = 9
 
 FILE_LIMIT = 64 * 1024 * 1024
 MAX_RUN_TIMEOUT = 86_400

@@ -6,6 +6,7 @@ virtual epoch seconds; the wire shows them as epoch milliseconds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from contracts.tensorlake import NetworkConfig
+from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
 Status = Literal["pending", "running", "snapshotting", "suspending", "suspended", "terminated", "timeout", "failed"]
@@ -34,6 +36,7 @@ RUNTIME = "firecracker"
 ROUTING_HINT = "sandproof"
 
 
+@functools.lru_cache(maxsize=4096)
 def owner_id(api_key: str) -> str:
     """Return the tenant id of an API key (a digest: the mock never keeps keys in its state)."""
     return "tenant-" + hashlib.sha256(api_key.encode()).hexdigest()[:16]
@@ -112,6 +115,8 @@ class Sandbox:
     reference swap: a concurrent reader sees the old or the new policy, never a mix.
     ``ready_at`` is when a pending sandbox starts (None: not until told); ``transition_at`` is when a
     transitional status (suspending, snapshotting, or a pending resume) settles.
+    ``rev`` counts the changes a rule made (:meth:`~.store.SandboxStore.changed`); ``wire_cache`` holds the
+    SandboxInfo of one revision as one client origin sees it.
     """
 
     id: str
@@ -144,6 +149,24 @@ class Sandbox:
     running_since: float | None = None
     resize: Resize | None = None
     archived_at: float | None = None
+    rev: int = field(default=0, compare=False)
+    wire_cache: tuple[int, str | None, str | None, WireDict] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def built_fs(self) -> FileSystem | None:
+        """Return the filesystem if it was built (None while no one has used it)."""
+        current = self.filesystem
+        return current if isinstance(current, FileSystem) else None
+
+    def wire(self, *, sandbox_url: str | None, ingress_endpoint: str | None) -> WireDict:
+        """Return :meth:`info`, built once per revision and origin (read-only: copy it to change it)."""
+        cached = self.wire_cache
+        if cached is None or cached[0] != self.rev or cached[1] != sandbox_url or cached[2] != ingress_endpoint:
+            body = WireDict(self.info(sandbox_url=sandbox_url, ingress_endpoint=ingress_endpoint))
+            cached = (self.rev, sandbox_url, ingress_endpoint, body)
+            self.wire_cache = cached
+        return cached[3]
 
     @property
     def fs(self) -> FileSystem:
@@ -191,9 +214,9 @@ class Sandbox:
             data["archived_at"] = ms(self.archived_at)
         return data
 
-    def dump(self) -> dict[str, Any]:
-        """Return the record as JSON state (the filesystem included)."""
-        return {
+    def dump(self, *, with_fs: bool = True) -> dict[str, Any]:
+        """Return the record as JSON state (the filesystem included unless ``with_fs`` is false)."""
+        out = {
             "id": self.id,
             "owner": self.owner,
             "namespace": self.namespace,
@@ -223,11 +246,13 @@ class Sandbox:
             "running_since": self.running_since,
             "resize": None if self.resize is None else self.resize.dump(),
             "archived_at": self.archived_at,
-            "fs": self.fs.dump(),
         }
+        if with_fs:
+            out["fs"] = self.fs.dump()
+        return out
 
     @classmethod
-    def load(cls, data: dict[str, Any], fs: FileSystem) -> Sandbox:
+    def load(cls, data: dict[str, Any], fs: FileSystem | Callable[[], FileSystem]) -> Sandbox:
         """Rebuild a record from :meth:`dump` output around an already loaded filesystem."""
         network = data.get("network")
         resize = data.get("resize")

@@ -100,11 +100,11 @@ class TensorLakeModel(SandboxStore):
             if outcome is not None and outcome.kind == "failed":
                 sb.status, sb.pending_reason = "failed", None
                 sb.termination_reason, sb.error_details = outcome.reason, outcome.error_details
-                self.sandboxes[ident] = sb
+                self.add(sb)
                 return sb, outcome
             if outcome is not None:
                 sb.ready_at = None
-            self.sandboxes[ident] = sb
+            self.add(sb)
             if sb.name is not None:
                 self.names[(owner, namespace, sb.name)] = ident
             self.settle(sb)
@@ -125,6 +125,7 @@ class TensorLakeModel(SandboxStore):
         with self.lock:
             if sb.status == "pending" and sb.ready_at is None:
                 sb.ready_at = self.clock.now()
+                self.changed(sb)
                 self.settle(sb)
 
     # -- update and delete -----------------------------------------------------------------------
@@ -136,6 +137,7 @@ class TensorLakeModel(SandboxStore):
             req = parse_patch(body, sb.network, self.resolve)
             self._check_patch(sb, req)
             self._apply_patch(sb, req)
+            self.changed(sb)
             self.on_change(sb)
             return sb, req.unknown
 
@@ -195,6 +197,7 @@ class TensorLakeModel(SandboxStore):
                 raise conflict("invalid_state", f"cannot suspend a sandbox that is {sb.status}")
             sb.status, sb.running_since = "suspending", None
             sb.transition_at = self.clock.now() + self.timings.suspend
+            self.changed(sb)
             self.settle(sb)
             return sb
 
@@ -214,6 +217,7 @@ class TensorLakeModel(SandboxStore):
         with self.lock:
             sb.status, sb.resuming, sb.pending_reason = "pending", True, "resuming"
             sb.transition_at = self.clock.now() + self.timings.resume
+            self.changed(sb)
             self.settle(sb)
 
     def snapshot(self, owner: str, namespace: str, ident: str, snapshot_type: str | None) -> Snapshot:
@@ -246,7 +250,9 @@ class TensorLakeModel(SandboxStore):
                 size_bytes=size,
             )
             self.snapshots[snap.id] = snap
+            self.changes.mark("snapshot", snap.id)
             sb.status, sb.transition_at = "snapshotting", snap.ready_at
+            self.changed(sb)
             self.settle(sb)
             return snap
 
@@ -271,6 +277,7 @@ class TensorLakeModel(SandboxStore):
         """Delete a snapshot; 404 if there is none."""
         with self.lock:
             self.snapshots.pop(self.get_snapshot(owner, namespace, snapshot_id).id)
+            self.changes.mark("snapshot", snapshot_id)
 
     # -- file systems, copies, archive -----------------------------------------------------------
 
@@ -282,6 +289,7 @@ class TensorLakeModel(SandboxStore):
             if any(m["mount_path"] == mount["mount_path"] for m in sb.file_systems):
                 raise conflict("mount_path_in_use", f"{mount['mount_path']} already has a file system")
             sb.file_systems.append(mount)
+            self.changed(sb)
             return sb
 
     def detach(self, owner: str, namespace: str, ident: str, body: Any) -> Sandbox:
@@ -295,6 +303,7 @@ class TensorLakeModel(SandboxStore):
             if len(kept) == len(sb.file_systems):
                 raise ApiError(404, "mount_not_found", f"no file system is mounted at {path}")
             sb.file_systems = kept
+            self.changed(sb)
             return sb
 
     def copy(self, owner: str, namespace: str, ident: str, times: int) -> tuple[Sandbox, list[Sandbox]]:
@@ -308,7 +317,7 @@ class TensorLakeModel(SandboxStore):
                 data = {**source.dump(), "id": self._new_id(), "name": None, "created_at": self.clock.now()}
                 clone = Sandbox.load(data, self.filesystems.restore(data["id"], data["fs"]))
                 clone.running_since = self.clock.now()
-                self.sandboxes[clone.id] = clone
+                self.add(clone)
                 copies.append(clone)
             return source, copies
 

@@ -12,6 +12,16 @@ keys under one lock, finds sandboxes by id or name, and applies what the virtual
   terminated (``termination_reason=timeout``), a named one suspended.
 * A terminated sandbox moves to the archive (the newest 1000) and its name is free again.
 
+Transitions are applied lazily: a lookup settles the sandbox it finds, and :meth:`SandboxStore.settle_all`
+settles what is due, found in a heap of every sandbox's next due time, so it costs what is due, not the
+population. Each tenant's (project and namespace) live sandboxes are also kept apart, in creation order, so
+listing them costs their number.
+
+Every rule that changes a sandbox ends in :meth:`SandboxStore.changed`: it bumps the record's revision (which
+retires its cached wire body), schedules its next due time and marks it in the
+:class:`~mockserver.core.changes.ChangeLog` a durable store writes from. Files and processes a request changes
+inside a sandbox are marked by that request (:meth:`SandboxStore.touched`).
+
 The operations that change the state live in :class:`~.state.TensorLakeModel`.
 
 Two hooks let the mock keep an execution runtime in step without the rules knowing it: ``filesystems``
@@ -23,11 +33,15 @@ and ``on_change`` is called, under the lock, whenever a live sandbox's status ch
 from __future__ import annotations
 
 import collections
+import functools
+import heapq
+import itertools
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mockserver.core.changes import ChangeLog, Key, Row
 from mockserver.core.clock import VirtualClock
 from mockserver.core.ids import IdFactory
 from mockserver.sandbox.filesystem import FileSystem
@@ -111,9 +125,15 @@ class SandboxStore:
         self.ids = ids
         self.resolve = resolve
         self.keys = keys or KeyRing()
-        self.timings = Timings()
+        self.changes = ChangeLog()
+        self._timings = Timings()
         self.lock = threading.RLock()
         self.sandboxes: dict[str, Sandbox] = {}
+        self._by_tenant: dict[tuple[str, str], dict[str, Sandbox]] = {}
+        self._due: list[tuple[float, int, str]] = []
+        self._scheduled: dict[str, float] = {}
+        self._due_seq = itertools.count()
+        self._fs_written: dict[str, int] = {}
         self.names: dict[tuple[str, str, str], str] = {}
         self.archive: collections.OrderedDict[str, Sandbox] = collections.OrderedDict()
         self.snapshots: dict[str, Snapshot] = {}
@@ -122,6 +142,52 @@ class SandboxStore:
         self.daemons: dict[str, Daemon] = {}
         self.on_terminate: Callable[[Sandbox], None] = lambda sandbox: None
         self.on_change: Callable[[Sandbox], None] = lambda sandbox: None
+
+    @property
+    def timings(self) -> Timings:
+        """Return how many virtual seconds each transition takes."""
+        return self._timings
+
+    @timings.setter
+    def timings(self, timings: Timings) -> None:
+        self._timings = timings
+        self.changes.mark("timings", "")
+
+    # -- bookkeeping -----------------------------------------------------------------------------
+
+    def changed(self, sb: Sandbox) -> None:
+        """Record that a rule changed ``sb``: new revision, rescheduled, marked for the store."""
+        sb.rev += 1
+        if sb.id in self.sandboxes:
+            self._schedule(sb)
+        self.changes.mark("sandbox", sb.id)
+
+    def touched(self, sandbox_id: str) -> None:
+        """Mark a sandbox a request may have changed inside (its files) for the store."""
+        self.changes.mark("sandbox", sandbox_id)
+
+    def add(self, sb: Sandbox) -> None:
+        """Put a new live sandbox into the state."""
+        self.sandboxes[sb.id] = sb
+        self._by_tenant.setdefault((sb.owner, sb.namespace), {})[sb.id] = sb
+        self.changed(sb)
+
+    def add_session(self, session: Session) -> None:
+        """Keep a browser session."""
+        with self.lock:
+            self.sessions[session.token] = session
+            self.changes.mark("session", session.token)
+
+    def _schedule(self, sb: Sandbox, now: float | None = None) -> None:
+        """Queue the sandbox's next due time, unless nothing is due or it is already queued."""
+        due = _next_due(sb)
+        if due is None or (now is not None and due <= now):
+            self._scheduled.pop(sb.id, None)
+            return
+        if self._scheduled.get(sb.id) == due:
+            return
+        self._scheduled[sb.id] = due
+        heapq.heappush(self._due, (due, next(self._due_seq), sb.id))
 
     # -- lookup ----------------------------------------------------------------------------------
 
@@ -176,28 +242,42 @@ class SandboxStore:
         """Return the tenant's live sandboxes, oldest first."""
         with self.lock:
             self.settle_all()
-            return [s for s in self.sandboxes.values() if s.owner == owner and s.namespace == namespace]
+            return list(self._by_tenant.get((owner, namespace), {}).values())
 
     # -- the clock -------------------------------------------------------------------------------
 
     def settle_all(self) -> None:
-        """Apply every transition and timeout that is due."""
+        """Apply every transition and timeout that is due (what the heap says is due, not every sandbox)."""
         with self.lock:
-            for sandbox in list(self.sandboxes.values()):
-                self.settle(sandbox)
+            now = self.clock.now()
+            due = self._due
+            while due and due[0][0] <= now:
+                at, _, sandbox_id = heapq.heappop(due)
+                if self._scheduled.get(sandbox_id) != at:
+                    continue  # superseded by a later schedule of the same sandbox
+                del self._scheduled[sandbox_id]
+                sb = self.sandboxes.get(sandbox_id)
+                if sb is None:
+                    continue
+                self.settle(sb)
+                if sandbox_id in self.sandboxes:
+                    self._schedule(sb, now)
 
     def settle(self, sb: Sandbox) -> None:
         """Apply the transitions of ``sb`` that are due by now, in order."""
         now = self.clock.now()
         with self.lock:
-            before = sb.status
+            before, moved = sb.status, False
             while sb.id in self.sandboxes and self._step(sb, now):
-                pass
+                moved = True
             if sb.status != before and sb.id in self.sandboxes:
                 self.on_change(sb)
             if sb.resize is not None and sb.resize.status == "pending" and sb.resize.done_at <= now:
                 sb.resize.status = "succeeded"
                 sb.resources = Resources.from_json(sb.resize.requested.to_json())
+                moved = True
+            if moved:
+                self.changed(sb)
 
     def _step(self, sb: Sandbox, now: float) -> bool:
         if sb.status == "pending" and sb.resuming:
@@ -243,13 +323,22 @@ class SandboxStore:
     def _terminate(self, sb: Sandbox, at: float, reason: str | None) -> None:
         self._free_name(sb)
         self.sandboxes.pop(sb.id, None)
+        tenant = self._by_tenant.get((sb.owner, sb.namespace))
+        if tenant is not None:
+            tenant.pop(sb.id, None)
+            if not tenant:
+                del self._by_tenant[(sb.owner, sb.namespace)]
+        self._scheduled.pop(sb.id, None)
         sb.status, sb.terminated_at, sb.archived_at = "terminated", at, at
         sb.termination_reason = reason or sb.termination_reason
         sb.transition_at = None
         self.archive[sb.id] = sb
+        self.changes.mark("archive", sb.id)
         while len(self.archive) > ARCHIVE_LIMIT:
-            self.archive.popitem(last=False)
+            gone, _ = self.archive.popitem(last=False)
+            self.changes.mark("archive", gone)
         self.daemons.pop(sb.id, None)
+        self.changed(sb)
         self.on_terminate(sb)
 
     def archived(self, owner: str, namespace: str) -> list[Sandbox]:
@@ -265,8 +354,13 @@ class SandboxStore:
         with self.lock:
             for sb in list(self.sandboxes.values()):
                 self.on_terminate(sb)
-            self.timings = Timings()
+            self._timings = Timings()
             self.sandboxes.clear()
+            self._by_tenant.clear()
+            self._due.clear()
+            self._scheduled.clear()
+            self._fs_written.clear()
+            self.changes.mark_all()
             self.names.clear()
             self.archive.clear()
             self.snapshots.clear()
@@ -289,6 +383,8 @@ class SandboxStore:
         """Replace the state with :meth:`dump` output; nothing changes if it is malformed."""
 
         def sandbox(d: dict[str, Any]) -> Sandbox:
+            if d.get("fs") is None:  # never built: build it on first use, as a new sandbox does
+                return Sandbox.load(d, self.filesystems.new(str(d["id"])))
             return Sandbox.load(d, self.filesystems.restore(str(d["id"]), d["fs"]))
 
         try:
@@ -301,11 +397,110 @@ class SandboxStore:
             raise ValueError(f"malformed tensorlake state: {exc}") from exc
         with self.lock:
             self.reset()
-            self.timings = timings
+            self._timings = timings
             for sb in live:
-                self.sandboxes[sb.id] = sb
+                self.add(sb)
                 if sb.name is not None and sb.status in LIVE:
                     self.names[(sb.owner, sb.namespace, sb.name)] = sb.id
             self.archive.update((sb.id, sb) for sb in archive)
             self.snapshots.update((s.id, s) for s in snaps)
             self.sessions.update((s.token, s) for s in sessions)
+            self.changes.mark_all()
+
+    # -- durable rows (see mockserver.core.changes) --------------------------------------------------
+
+    def rows(self, keys: Iterable[Key]) -> Iterator[Row]:
+        """Return the current rows of the marked records (a sandbox's files in a row of their own)."""
+        with self.lock:
+            for kind, key in keys:
+                if kind == "sandbox":
+                    live = self.sandboxes.get(key)
+                    yield Row("sandbox", key, None if live is None else live.dump(with_fs=False))
+                    yield from self._fs_rows(key)
+                elif kind == "archive":
+                    old = self.archive.get(key)
+                    yield Row("archive", key, None if old is None else old.dump(with_fs=False))
+                    yield from self._fs_rows(key)
+                elif kind == "snapshot":
+                    snap = self.snapshots.get(key)
+                    yield Row("snapshot", key, None if snap is None else snap.dump())
+                elif kind == "session":
+                    session = self.sessions.get(key)
+                    yield Row("session", key, None if session is None else session.dump())
+                elif kind == "timings":
+                    yield Row("timings", "", self._timings.to_json())
+
+    def _fs_rows(self, sandbox_id: str, *, always: bool = False) -> Iterator[Row]:
+        """Return the files row of a sandbox when its tree moved since it was last written (none if unbuilt)."""
+        sb = self.sandboxes.get(sandbox_id) or self.archive.get(sandbox_id)
+        if sb is None:
+            if self._fs_written.pop(sandbox_id, None) is not None or always:
+                yield Row("fs", sandbox_id, None)
+            return
+        fs = sb.built_fs()
+        if fs is not None and (always or self._fs_written.get(sandbox_id) != fs.revision):
+            self._fs_written[sandbox_id] = fs.revision
+            yield Row("fs", sandbox_id, fs.dump())
+
+    def all_rows(self) -> Iterator[Row]:
+        """Return every record, in the order :meth:`load_rows` needs them."""
+        with self.lock:
+            self._fs_written.clear()
+            yield Row("timings", "", self._timings.to_json())
+            for kind, table in (("sandbox", self.sandboxes), ("archive", self.archive)):
+                for sb in list(table.values()):
+                    yield Row(kind, sb.id, sb.dump(with_fs=False))
+                    yield from self._fs_rows(sb.id)
+            for snap in self.snapshots.values():
+                yield Row("snapshot", snap.id, snap.dump())
+            for session in self.sessions.values():
+                yield Row("session", session.token, session.dump())
+
+    def load_rows(self, rows: Iterable[Row]) -> None:
+        """Replace the state with rows :meth:`all_rows` returned; ValueError when malformed."""
+        tables: dict[str, list[dict[str, Any]]] = {"sandbox": [], "archive": [], "snapshot": [], "session": []}
+        files: dict[str, Any] = {}
+        timings: dict[str, Any] = {}
+        for row in rows:
+            if row.kind == "fs":
+                files[row.key] = row.body
+            elif row.kind == "timings":
+                timings = dict(row.body)
+            elif row.kind in tables:
+                tables[row.kind].append(dict(row.body))
+        for body in (*tables["sandbox"], *tables["archive"]):
+            body["fs"] = files.get(str(body.get("id")))
+        self.load(
+            {
+                "sandboxes": tables["sandbox"],
+                "archive": tables["archive"],
+                "snapshots": tables["snapshot"],
+                "sessions": tables["session"],
+                "timings": timings,
+            }
+        )
+        with self.lock:
+            self._fs_written = {k: fs.revision for k, sb in self._all_records() if (fs := sb.built_fs()) is not None}
+
+    def _all_records(self) -> Iterator[tuple[str, Sandbox]]:
+        yield from self.sandboxes.items()
+        yield from self.archive.items()
+
+
+def _next_due(sb: Sandbox) -> float | None:
+    """Return when ``sb`` next changes on its own (a transition, a timeout, a resize), or None."""
+    times: list[float | None] = []
+    if sb.status == "pending" and sb.resuming:
+        times.append(sb.transition_at)
+    elif sb.status == "pending":
+        times.append(sb.ready_at)
+        if sb.max_pending_secs is not None:
+            times.append(sb.created_at + sb.max_pending_secs)
+    elif sb.status in ("suspending", "snapshotting"):
+        times.append(sb.transition_at)
+    elif sb.status == "running" and sb.timeout_secs and sb.running_since is not None:
+        times.append(sb.running_since + sb.timeout_secs)
+    if sb.resize is not None and sb.resize.status == "pending":
+        times.append(sb.resize.done_at)
+    found = [t for t in times if t is not None]
+    return min(found) if found else None

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mockserver.asgi.render import JsonBody
 from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
 
@@ -26,6 +27,7 @@ __all__ = [
     "SANDBOX_KEY",
     "CollapseSlashes",
     "daemon_error",
+    "daemon_error_body",
     "daemon_error_handler",
     "query_lists",
     "render",
@@ -54,7 +56,7 @@ def render(answer: Answer) -> Response:
     """Return a lifecycle answer as an HTTP response (JSON body, or none)."""
     if answer.body is None:
         return Response(status_code=answer.status)
-    return JSONResponse(answer.body, status_code=answer.status)
+    return JsonBody(answer.body, status_code=answer.status)
 
 
 def query_lists(request: Request) -> Mapping[str, list[str]]:
@@ -65,10 +67,14 @@ def query_lists(request: Request) -> Mapping[str, list[str]]:
     return out
 
 
+def daemon_error_body(exc: ApiError) -> dict[str, Any]:
+    """Return the body of a proxy or daemon refusal: ``{"code", "message", "error"}`` (``error`` mirrors ``message``)."""
+    return {**exc.body(), "error": exc.message}
+
+
 def daemon_error(exc: ApiError) -> JSONResponse:
-    """Return a proxy or daemon refusal: ``{"code", "message", "error"}`` (``error`` mirrors ``message``)."""
-    body: dict[str, Any] = {**exc.body(), "error": exc.message}
-    return JSONResponse(body, status_code=exc.status)
+    """Return a proxy or daemon refusal (see :func:`daemon_error_body`)."""
+    return JSONResponse(daemon_error_body(exc), status_code=exc.status)
 
 
 async def daemon_error_handler(request: Request, exc: Exception) -> Response:

@@ -47,17 +47,27 @@ def _dispatch(handlers: dict[str, Handler]) -> Handler:
     return endpoint
 
 
+_CALL_HEADERS = frozenset(
+    {b"host", b"authorization", b"x-tensorlake-request-timeout-ms", b"x-tensorlake-request-timeout-grace-ms"}
+)
+
+
 def call_of(request: Request) -> Call:
-    """Return the model's view of a lifecycle request."""
-    host = request.headers.get("host") or f"{request.url.hostname}:{request.url.port}"
+    """Return the model's view of a lifecycle request (read straight from the ASGI scope: one pass, no URL)."""
+    scope = request.scope
+    found: dict[bytes, str] = {}
+    for name, value in scope.get("headers") or ():
+        if name in _CALL_HEADERS and name not in found:
+            found[name] = value.decode("latin-1")
+    host = found.get(b"host") or f"{request.url.hostname}:{request.url.port}"
     return Call(
-        authorization=request.headers.get("authorization"),
-        origin=Origin(request.url.scheme, host),
+        authorization=found.get(b"authorization"),
+        origin=Origin(str(scope.get("scheme") or "http"), host),
         namespace=str(request.path_params.get("ns", "default")),
-        query=query_lists(request),
-        timeout_ms=request.headers.get("x-tensorlake-request-timeout-ms"),
-        grace_ms=request.headers.get("x-tensorlake-request-timeout-grace-ms"),
-        notes=notes(request.scope),
+        query=query_lists(request) if scope.get("query_string") else {},
+        timeout_ms=found.get(b"x-tensorlake-request-timeout-ms"),
+        grace_ms=found.get(b"x-tensorlake-request-timeout-grace-ms"),
+        notes=notes(scope),
     )
 
 

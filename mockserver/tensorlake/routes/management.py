@@ -2,7 +2,8 @@
 
 The proxy puts the admitted sandbox in the request's scope. Validation, bodies and error codes are the
 model's (:mod:`..model.management`); commands go to the process runtime (:mod:`..processes`), whose events
-``POST /api/v1/processes/run`` and the ``follow`` routes stream as ``text/event-stream`` ``data:`` frames.
+``POST /api/v1/processes/run`` and the ``follow`` routes stream as ``text/event-stream`` ``data:`` frames. A
+client that goes away ends its stream; a ``run``'s process then ends too, a followed process runs on.
 
 PTY sessions and TCP tunnels (a runtime with terminals only, else 501) are WebSockets: the PTY's binary
 frames are the SDK's (first byte 0x00 data, 0x01 resize with big-endian ``cols, rows``, 0x02 ready from the
@@ -17,7 +18,7 @@ import asyncio
 import contextlib
 import json
 import struct
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_body, read_json
+from mockserver.asgi.streams import WatchedStream
 from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
 
@@ -53,8 +55,12 @@ class ManagementContext:
     clock: VirtualClock
 
 
-def sse(events: AsyncIterator[dict[str, Any]], first: Iterable[dict[str, Any]] = ()) -> StreamingResponse:
-    """Return an event stream response with one ``data:`` frame per event."""
+def sse(
+    events: AsyncIterator[dict[str, Any]],
+    first: Iterable[dict[str, Any]] = (),
+    on_disconnect: Callable[[], None] | None = None,
+) -> StreamingResponse:
+    """Return an event stream response with one ``data:`` frame per event; it stops when the client goes away."""
 
     async def frames() -> AsyncIterator[bytes]:
         for event in first:
@@ -62,7 +68,9 @@ def sse(events: AsyncIterator[dict[str, Any]], first: Iterable[dict[str, Any]] =
         async for event in events:
             yield f"data: {json.dumps(event)}\n\n".encode()
 
-    return StreamingResponse(frames(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
+    return WatchedStream(
+        frames(), media_type="text/event-stream", headers={"cache-control": "no-cache"}, on_disconnect=on_disconnect
+    )
 
 
 class ManagementApi:
@@ -120,7 +128,9 @@ class ManagementApi:
         spec = rules.command_spec(await read_json(request), run=True, unknown=notes(request.scope).unknown_fields)
         daemon = self.daemon(request)
         proc = self.runtime.spawn(self.sandbox(request), daemon, spec)
-        return sse(self.runtime.follow(daemon, proc, "output", with_exit=True), first=[proc.started_event()])
+        events = self.runtime.follow(daemon, proc, "output", with_exit=True)
+        abandon = lambda: self.runtime.kill(daemon, proc, rules.ABANDONED_RUN_SIGNAL)  # noqa: E731
+        return sse(events, first=[proc.started_event()], on_disconnect=abandon)
 
     async def processes(self, request: Request) -> Response:
         """List processes (GET) or start one in the background (POST, 201)."""

@@ -101,6 +101,7 @@ def test_sandproof_serve_is_linearizable(provider: str, served: dict[str, str], 
     print(result.summary())
 
 
+@pytest.mark.catalogue
 @pytest.mark.parametrize("mutant", concurrency_mocks.MUTANTS, ids=concurrency_mocks.mutant_name)
 def test_every_concurrency_mutant_is_killed(mutant: type[TensorLakeMock] | type[OpenSandboxMock]) -> None:
     result = check_mock(mutant())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -18,6 +19,14 @@ from starlette.routing import Route
 
 from harness.differential.fake_docker import ThreadedServer
 from harness.differential.real_server import RealOpenSandboxServer, strip_execd_proxy_prefix
+from tests.opensandbox.create_cases import ACCEPTED_VOLUMES, ECHOED_PLATFORM, PLATFORM_CASES, VOLUME_CASES
+from tests.opensandbox.http_cases import (
+    check_allow,
+    check_cors,
+    check_metrics_sandbox_ids,
+    check_network_policy_body_first,
+    check_pools_and_templates,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -306,6 +315,50 @@ def test_validation_errors_are_fastapi_422(api: httpx.Client) -> None:
     assert not_json.json()["detail"][0]["type"] == "json_invalid"
 
 
+@pytest.mark.parametrize("case", sorted(VOLUME_CASES))
+def test_bad_volumes_are_refused(api: httpx.Client, case: str) -> None:
+    """Refuse bad ``volumes``: FastAPI 422s for the body model, 400 ``VOLUME::*`` for the runtime's checks."""
+    volumes, (status, body) = VOLUME_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, "volumes": volumes})
+    assert (resp.status_code, resp.json()) == (status, body)
+
+
+@pytest.mark.parametrize("case", sorted(PLATFORM_CASES))
+def test_bad_platforms_are_refused(api: httpx.Client, case: str) -> None:
+    """Refuse an unknown ``platform.os`` / ``arch`` with 400 ``SANDBOX::INVALID_PARAMETER``."""
+    platform, (status, body) = PLATFORM_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, "platform": platform})
+    assert (resp.status_code, resp.json()) == (status, body)
+
+
+def test_no_volumes_and_a_normalised_platform_are_accepted(api: httpx.Client) -> None:
+    """Accept empty or null ``volumes``; echo a platform stripped and in lower case."""
+    for volumes in ACCEPTED_VOLUMES:
+        assert api.post("/sandboxes", json={**CREATE_BODY, "volumes": volumes}).status_code == 202
+    sent, echoed = ECHOED_PLATFORM
+    created = _create(api, platform=sent)
+    assert created["platform"] == echoed
+    assert api.get(f"/sandboxes/{created['id']}").json()["platform"] == echoed
+
+
+def test_snapshot_is_resolved_first_and_restores_with_the_default_entrypoint(api: httpx.Client) -> None:
+    """Look up ``snapshotId`` before the label and platform checks; a restore without entrypoint gets one."""
+    restore = {"resourceLimits": {"cpu": "1"}, "timeout": 600}
+    bad = {**restore, "snapshotId": "nope", "metadata": {"a": "x&y"}, "platform": {"os": "plan9", "arch": "x"}}
+    resp = api.post("/sandboxes", json=bad)
+    assert (resp.status_code, resp.json()) == (
+        404,
+        {"code": "SNAPSHOT::NOT_FOUND", "message": "Snapshot nope not found"},
+    )
+    snapshot = api.post(f"/sandboxes/{_create(api)['id']}/snapshots", json={"name": "s1"}).json()["id"]
+    deadline = time.monotonic() + 10
+    while api.get(f"/snapshots/{snapshot}").json()["status"]["state"] != "Ready" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    restored = api.post("/sandboxes", json={**restore, "snapshotId": snapshot})
+    assert restored.status_code == 202, restored.text
+    assert restored.json()["entrypoint"] == ["tail", "-f", "/dev/null"]
+
+
 def test_endpoints(real: RealOpenSandboxServer, api: httpx.Client) -> None:
     """Resolve execd via the host-mapped execd port (`/proxy/<port>`), or the server itself in proxy mode."""
     sid = _create(api)["id"]
@@ -342,6 +395,38 @@ def test_proxy_needs_no_key_and_502s_without_execd(api: httpx.Client, anon: http
     assert resp.status_code == 502
     assert resp.json()["code"] == "BACKEND_CONNECTION_FAILED"
     assert resp.json()["message"].startswith("Could not connect to the backend sandbox 127.0.0.1:44772: ")
+
+
+@pytest.fixture
+def root(real: RealOpenSandboxServer) -> Iterator[httpx.Client]:
+    """Return an authenticated client on the server root (``/health`` and ``/v1/...`` alike)."""
+    with httpx.Client(base_url=real.url, headers=real.headers, trust_env=False, timeout=30) as client:
+        yield client
+
+
+def test_405s_carry_allow_and_head_is_not_served(api: httpx.Client, root: httpx.Client) -> None:
+    """Answer HEAD and every other unserved method with 405 and the path's first route's method in ``Allow``."""
+    check_allow(root, _create(api)["id"])
+
+
+def test_cors(api: httpx.Client, root: httpx.Client, anon: httpx.Client) -> None:
+    """Answer preflights before auth; echo the origin with credentials on every answer to a request with one."""
+    check_cors(root, anon, _create(api)["id"])
+
+
+def test_pools_and_templates_are_501_after_body_validation(root: httpx.Client) -> None:
+    """Refuse pools (``KUBERNETES::POOL_NOT_SUPPORTED``) and templates (``FSB::API_NOT_SUPPORTED``) on Docker."""
+    check_pools_and_templates(root)
+
+
+def test_metrics_event_sandbox_id(root: httpx.Client) -> None:
+    """Refuse a metrics event whose ``sandboxId`` is not a string or null with 422."""
+    check_metrics_sandbox_ids(root)
+
+
+def test_network_policy_checks_the_body_first(root: httpx.Client) -> None:
+    """Answer a bad ``/networkpolicy`` body with 422 even for an unknown sandbox."""
+    check_network_policy_body_first(root)
 
 
 def test_fake_docker_saw_only_known_calls(real: RealOpenSandboxServer) -> None:

@@ -9,14 +9,18 @@ from hypothesis import settings
 
 from harness.machines.opensandbox.machine import (
     ContractViolation,
+    execd_framing_problem,
     http_clients,
     machine_settings,
     make_machine,
+    parse_run,
     run_machine,
 )
+from harness.machines.opensandbox.run import MUTANT_SEEDS
 from harness.machines.opensandbox.run import check_mock as run_against_mock
 from harness.machines.opensandbox.run import kills_mutant as run_mutant
-from harness.reporting.mutation import load_mutants, mutation_score
+from harness.reporting.mutation import Kill, load_mutants, mutation_score
+from harness.strength import ledger
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
 from tests.mutants.opensandbox_mocks import MOCK_MUTANTS, MockMutant
@@ -44,12 +48,37 @@ def test_the_real_mock_passes_without_the_admin_api() -> None:
         assert mock.sandbox_ids() == [], "the programs must delete what they created"
 
 
+@pytest.mark.catalogue
 @pytest.mark.parametrize("mutant", MOCK_MUTANTS, ids=lambda m: m.name)
 def test_the_machine_kills_the_mutant(mutant: MockMutant) -> None:
-    failure = run_against_mock(mutant(), operations=[mutant.operation], settings=_settings(), seed=SEED)
-    assert failure is not None, f"{mutant.name} survived {BOUND} programs: {mutant.defect}"
+    failure: BaseException | None = None
+    with ledger(strict=bool(mutant.choice)):
+        for seed in MUTANT_SEEDS:
+            failure = run_against_mock(mutant(), operations=[mutant.operation], settings=_settings(), seed=seed)
+            if failure is not None:
+                break
+    assert failure is not None, f"{mutant.name} survived {BOUND} programs per seed: {mutant.defect}"
     assert isinstance(failure, ContractViolation), f"{mutant.name}: {type(failure).__name__}: {failure}"
     assert failure.rule in mutant.killed_by, f"{mutant.name} was reported by {failure.rule}: {failure}"
+    assert failure.contract is not None and failure.contract.name == mutant.contract, failure
+    assert (failure.contract.strength == "choice") == bool(mutant.choice), failure.contract
+
+
+def test_a_choice_mutant_is_only_a_choice_kill() -> None:
+    mutant = next(m for m in MOCK_MUTANTS if m.choice)
+    assert run_mutant(mutant.name, mutant) == Kill("admin_api", "choice")
+    framed = next(m for m in MOCK_MUTANTS if m.name == "data-prefixed-frames")
+    assert run_mutant(framed.name, framed) == Kill("execd_sse_framing", "observed")
+
+
+def test_execd_framing_is_pinned_on_the_wire_while_the_parser_stays_lenient() -> None:
+    bare = '{"type":"init","text":"c1","timestamp":1}\n\n{"type":"execution_complete","timestamp":2}\n\n'
+    framed = "".join(f"data: {frame}\n\n" for frame in bare.split("\n\n") if frame)
+    assert execd_framing_problem(bare) is None
+    assert "`data:` prefix" in (execd_framing_problem(framed) or "")
+    assert "blank line" in (execd_framing_problem(bare[:-2]) or "")
+    assert "not a JSON object" in (execd_framing_problem("[1]\n\n") or "")
+    assert parse_run(bare) == parse_run(framed) and parse_run(framed).exit_code == 0
 
 
 def test_a_failure_shrinks_to_a_minimal_program_with_replay_instructions() -> None:

@@ -14,13 +14,16 @@ from harness.machines.tensorlake.machine import (
     ContractViolation,
     check_mock,
     http_clients,
-    kill_plan,
     kills_mutant,
     machine_settings,
     make_machine,
+    parse_sse,
     run_machine,
 )
+from harness.machines.tensorlake.run import run_mock
+from harness.machines.tensorlake.steps import framing_problem
 from harness.reporting.mutation import load_mutants, mutation_score
+from harness.strength import ledger
 from mockserver.admin.client import AdminClient
 from mockserver.asgi.server import MockServer
 from mockserver.core import DnsTable
@@ -54,16 +57,45 @@ def test_there_are_enough_distinct_registered_mutants() -> None:
     assert {f"{SUITE}:{mutant_name(m)}" for m in MUTANTS} <= set(registered)
 
 
+@pytest.mark.catalogue
 @pytest.mark.parametrize("mutant", MUTANTS, ids=_name)
 def test_the_machine_kills_the_mutant(mutant: type[MutantMock]) -> None:
-    failures = []
-    for operations, seed in kill_plan(mutant)[: len(MUTANT_SEEDS)]:
-        failure = check_mock(mutant(), operations=operations, seed=seed)
-        if failure is not None:
-            failures.append(failure)
-            break
-    assert failures, f"the {mutant.caught_by} machine does not catch: {mutant.defect}"
-    assert failures[0].startswith("[")  # a ContractViolation names the rule that saw it
+    kill = kills_mutant(mutant.__name__, mutant)
+    assert kill is not None, f"the {mutant.caught_by} machine does not catch: {mutant.defect}"
+    if mutant.choice:
+        assert kill.strength == "choice", f"{mutant.__name__} is declared a choice mutant but {kill} killed it"
+    else:
+        assert (kill.by, kill.strength != "choice") == (mutant.contract, True), kill
+
+
+def test_a_choice_mutant_fails_a_strict_run_only() -> None:
+    from tests.mutants.tensorlake_mocks import ProjectKeyForwarded
+
+    with ledger(strict=False) as book:
+        assert run_mock(ProjectKeyForwarded(), operations=["ports-ingress"], seed=MUTANT_SEEDS[0]) is None
+    assert [o.contract for o in book.outcomes if o.status == "differs"] == ["tensorlake-api:project_key_stripped"]
+    with ledger(strict=True):
+        failure = run_mock(ProjectKeyForwarded(), operations=["ports-ingress"], seed=MUTANT_SEEDS[0])
+    assert failure is not None and failure.contract is not None
+    assert failure.contract.key == "tensorlake-api:project_key_stripped" and failure.contract.strength == "choice"
+
+
+def test_the_real_mock_differs_from_no_choice() -> None:
+    with ledger(strict=True) as book:
+        assert run_mock(TensorLakeMock(), operations=["state-machine"], seed=MUTANT_SEEDS[1]) is None
+    assert book.outcomes and all(o.status == "passed" for o in book.outcomes)
+    assert {o.strength for o in book.outcomes} == {"spec", "observed", "choice"}
+
+
+def test_the_run_stream_framing_is_pinned_while_the_parser_stays_lenient() -> None:
+    bare = '{"pid": 1, "started_at": 1}\n\n{"exit_code": 0}\n\n'
+    framed = 'data: {"pid": 1, "started_at": 1}\n\ndata: {"exit_code": 0}\n\n'
+    assert framing_problem(framed) is None
+    assert framing_problem('event: exit\ndata: {"exit_code": 0}\n\n') is None
+    assert "not an SSE field" in (framing_problem(bare) or "")
+    assert "blank line" in (framing_problem('data: {"exit_code": 0}') or "")
+    assert "no JSON object" in (framing_problem("data: [1]\n\n") or "")
+    assert parse_sse(framed).exit_code == 0
 
 
 def test_a_failure_shrinks_to_a_minimal_program_with_its_seed() -> None:

@@ -40,6 +40,7 @@ def test_mutant_fails_a_check(mutant: Mutant) -> None:
     assert result.counterexample
 
 
+@pytest.mark.catalogue
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.choice], ids=_name)
 def test_a_choice_mutant_passes_every_enforced_check(mutant: Mutant) -> None:
     enforced = tuple(name for name, contract in CONTRACTS.items() if contract.strength in ENFORCED)

@@ -62,6 +62,7 @@ def test_mutant_fails_the_property_aimed_at_it(mutant: Mutant) -> None:
     assert result.message
 
 
+@pytest.mark.catalogue
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.choice], ids=_name)
 def test_a_choice_mutant_passes_every_enforced_check(mutant: Mutant) -> None:
     enforced = [name for name, contract in CONTRACTS.items() if contract.strength in ENFORCED]

@@ -63,6 +63,7 @@ def test_every_mutant_killed_passes_the_run(capsys: pytest.CaptureFixture[str]) 
     assert "mutation score: 2/2 killed by the default run (untagged 2)" in capsys.readouterr().out
 
 
+@pytest.mark.catalogue
 def test_the_policy_family_kills_every_tensorlake_engine_mutant_or_its_choice() -> None:
     family = Family("tl", {type(m).__name__: m for m in tensorlake_engines.MUTANTS}, kills_tensorlake_engine)
     outcomes = run_families([family], progress=lambda line: None)

@@ -3,7 +3,9 @@
 ``tests.mutants.representation_engines`` keeps, beside the mutants, engines whose every decision is the
 reference's while their stored form is not (duplicates kept, names not IDNA-converted). The default run must
 pass them; a strict run must fail the TensorLake one on ``choice`` checks only. Both through the Python API
-and through ``sandproof check --target policy:MODULE:ATTR``.
+and through ``sandproof check --target policy:MODULE:ATTR``. The same holds for the API machines: a served mock
+whose proxy forwards the project key (a choice mutant) passes the ports-ingress contract through the plugin by
+default, with that one check differing, and fails it with ``--sandproof-strict``.
 """
 
 from __future__ import annotations
@@ -77,3 +79,39 @@ def test_sandproof_check_default_passes_and_strict_fails_only_choices(tmp_path: 
         assert "## Checks that differ from sandproof's choice" in (tmp_path / "report" / "fidelity.md").read_text()
     line = next(line for line in done.stdout.splitlines() if line.startswith("sandproof check: spec "))
     assert " passed · observed " in line and " · choice " in line
+
+
+# --- the API machines: a mock that differs from sandproof only where the sources are silent -------------------
+
+
+def _served_contract(tmp_path: Path, url: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run the TensorLake ports-ingress contract through the plugin against ``url`` with a fixed seed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HYPOTHESIS")}
+    env["PYTHONPATH"] = str(ROOT)
+    report = tmp_path / "report"
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    args += ["harness/contracts/test_tensorlake_api.py", "-k", "ports-ingress", f"--sandproof-target=tensorlake:{url}"]
+    args += ["--hypothesis-seed=4", "--hypothesis-profile=ci", f"--sandproof-report={report}", *extra]
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return done, json.loads((report / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+def test_an_api_mock_differing_only_by_choice_passes_by_default(tmp_path: Path, strict: bool) -> None:
+    """A proxy that forwards the project key (sandproof strips it; the docs are silent) passes unless strict."""
+    from mockserver.asgi.server import MockServer
+    from tests.mutants.tensorlake_mocks import ProjectKeyForwarded
+
+    with MockServer(ProjectKeyForwarded().app) as server:
+        done, data = _served_contract(tmp_path, server.url, *(["--sandproof-strict"] if strict else []))
+    output = done.stdout + done.stderr
+    checks = [c for test in data["tests"] for c in test["checks"]]
+    assert {c["strength"] for c in checks} == {"spec", "observed", "choice"}, output
+    bad = [c for c in checks if c["status"] != "passed"]
+    assert [c["contract"] for c in bad] == ["tensorlake-api:project_key_stripped"], output
+    assert "Authorization" in (bad[0]["message"] or "")
+    if strict:
+        assert done.returncode == 1 and bad[0]["status"] == "failed", output
+    else:
+        assert done.returncode == 0 and bad[0]["status"] == "differs", output
+        assert [d["contract"] for d in data["choice_differences"]] == ["tensorlake-api:project_key_stripped"]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mockserver.core import ApiError
-from mockserver.opensandbox.model import lifecycle
+from mockserver.opensandbox.model import lifecycle, pools
 from mockserver.opensandbox.model.errors import TextError
 from mockserver.opensandbox.model.validation import RequestValidationError
 
@@ -112,9 +112,26 @@ def test_snapshots_are_the_tenants_own() -> None:
     assert _refusal(lambda: lifecycle.create_snapshot(state, "a", sb.id, {"name": ""}, 0)) == (422, None)
 
 
+def test_a_snapshot_is_resolved_before_labels_and_platform_and_gives_the_default_entrypoint() -> None:
+    state = new_state()
+    restore = {"resourceLimits": {"cpu": "1"}, "timeout": 600}
+    bad = {**restore, "snapshotId": "nope", "metadata": {"a": "x&y"}, "platform": {"os": "plan9", "arch": "x"}}
+    assert _refusal(lambda: lifecycle.create_sandbox(state, "a", bad)) == (404, "SNAPSHOT::NOT_FOUND")
+    sb = create(state, "a")
+    made = lifecycle.create_snapshot(state, "a", sb.id, None, 5.0)
+    early = {**restore, "snapshotId": made.record.id}
+    assert _refusal(lambda: lifecycle.create_sandbox(state, "a", early)) == (409, "SNAPSHOT::NOT_READY")
+    state.clock.advance(5)
+    assert _refusal(lambda: lifecycle.create_sandbox(state, "b", early)) == (404, "SNAPSHOT::NOT_FOUND")
+    _, created = lifecycle.create_sandbox(state, "a", early)
+    assert created["entrypoint"] == ["tail", "-f", "/dev/null"]
+
+
 def test_metrics_events_and_unsupported_routes() -> None:
     state = new_state()
     lifecycle.metrics_event(state, {"eventType": "sandbox.create", "createDurationMs": 5, "success": True})
     assert len(state.metrics_events) == 1
     assert _refusal(lambda: lifecycle.metrics_event(state, {"eventType": "x"})) == (422, None)
-    assert _refusal(lambda: lifecycle.unsupported("/v1/pools")) == (501, "SANDBOX::API_NOT_SUPPORTED")
+    assert _refusal(lambda: pools.pool_call("GET", None)) == (501, "KUBERNETES::POOL_NOT_SUPPORTED")
+    assert _refusal(lambda: pools.pool_call("POST", None, {})) == (422, None)
+    assert _refusal(lambda: pools.template_call("DELETE")) == (501, "FSB::API_NOT_SUPPORTED")

@@ -1,0 +1,51 @@
+"""WatchedStream: a silent stream still notices its client going away; a finished one does not call back."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mockserver.asgi.streams import WatchedStream
+
+SCOPE = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.4"}, "method": "GET", "headers": []}
+
+
+async def _serve(content: AsyncIterator[bytes], disconnect_after: float | None) -> tuple[list[str], list[Any]]:
+    calls: list[str] = []
+    sent: list[Any] = []
+    gone = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if disconnect_after is None:
+            await gone.wait()
+        else:
+            await asyncio.sleep(disconnect_after)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            gone.set()
+
+    response = WatchedStream(content, media_type="text/plain", on_disconnect=lambda: calls.append("gone"))
+    await asyncio.wait_for(response(SCOPE, receive, send), timeout=5)
+    return calls, sent
+
+
+def test_a_client_that_leaves_a_silent_stream_is_noticed() -> None:
+    async def silent() -> AsyncIterator[bytes]:
+        yield b"first"
+        await asyncio.Event().wait()  # a command that prints nothing more
+        yield b"never"
+
+    calls, sent = asyncio.run(_serve(silent(), disconnect_after=0.05))
+    assert calls == ["gone"] and [m.get("body") for m in sent[1:]] == [b"first"]
+
+
+def test_a_stream_read_to_its_end_does_not_call_back() -> None:
+    async def short() -> AsyncIterator[bytes]:
+        yield b"all"
+
+    calls, sent = asyncio.run(_serve(short(), disconnect_after=None))
+    assert calls == [] and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}

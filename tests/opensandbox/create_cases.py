@@ -1,0 +1,192 @@
+"""Create requests with bad ``volumes`` or ``platform`` and the answers the real opensandbox-server 1.1.1 gave.
+
+Measured on the real server (Docker runtime, default configuration, on the fake Docker Engine API) with the
+default create body plus the field shown; ``tests/harness/differential/test_real_server.py`` replays each case
+against the real server, ``tests/opensandbox/model/test_volumes.py`` against the mock's model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Answer = tuple[int, dict[str, Any]]
+
+BODY: dict[str, Any] = {
+    "image": {"uri": "python:3.11"},
+    "entrypoint": ["tail", "-f", "/dev/null"],
+    "timeout": 600,
+    "resourceLimits": {"cpu": "1", "memory": "2Gi"},
+}
+DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+HOST_PATH = r"^(/|[A-Za-z]:[\\/])"
+
+
+def volume(**fields: Any) -> dict[str, Any]:
+    """Return a volume named ``data`` mounted at ``/data`` with ``fields`` added."""
+    return {"name": "data", "mountPath": "/data", **fields}
+
+
+def bad_request(code: str, message: str) -> Answer:
+    return 400, {"code": code, "message": message}
+
+
+def invalid(**entry: Any) -> Answer:
+    return 422, {"detail": [entry]}
+
+
+def mismatch(loc: list[Any], value: str, pattern: str) -> Answer:
+    msg = f"String should match pattern '{pattern}'"
+    return invalid(type="string_pattern_mismatch", loc=loc, msg=msg, input=value, ctx={"pattern": pattern})
+
+
+def value_error(loc: list[Any], value: Any, message: str) -> Answer:
+    return invalid(type="value_error", loc=loc, msg=f"Value error, {message}", input=value, ctx={"error": {}})
+
+
+def not_allowed(path: str) -> Answer:
+    message = f"Host path '{path}' is not under any allowed prefix. Allowed prefixes: []"
+    return bad_request("VOLUME::HOST_PATH_NOT_ALLOWED", message)
+
+
+V0 = ["body", "volumes", 0]
+OSSFS = {"bucket": "bkt", "endpoint": "oss.example"}
+KEYS = {"accessKeyId": "a", "accessKeySecret": "b"}
+NONE_GIVEN = "Exactly one backend (host, pvc, ossfs) must be specified, but none was provided."
+MANY_GIVEN = "Exactly one backend (host, pvc, ossfs) must be specified, but multiple were provided."
+
+#: ``volumes`` value -> the real answer.
+VOLUME_CASES: dict[str, tuple[Any, Answer]] = {
+    "host-outside-allow-list": ([volume(host={"path": "/tmp/x"})], not_allowed("/tmp/x")),
+    "host-windows-drive": ([volume(host={"path": "C:\\x"})], not_allowed("C:\\x")),
+    "host-relative": ([volume(host={"path": "tmp/x"})], mismatch([*V0, "host", "path"], "tmp/x", HOST_PATH)),
+    "host-dotdot": (
+        [volume(host={"path": "/tmp/../etc"})],
+        bad_request("VOLUME::INVALID_HOST_PATH", "Host path '/tmp/../etc' contains path traversal component '..'."),
+    ),
+    "host-double-slash": (
+        [volume(host={"path": "/tmp//x"})],
+        bad_request("VOLUME::INVALID_HOST_PATH", "Host path '/tmp//x' is not normalized. Remove redundant slashes."),
+    ),
+    "host-trailing-slash": (
+        [volume(host={"path": "/tmp/x/"})],
+        bad_request("VOLUME::INVALID_HOST_PATH", "Host path '/tmp/x/' is not normalized. Remove redundant slashes."),
+    ),
+    "no-backend": ([volume()], value_error(V0, volume(), NONE_GIVEN)),
+    "two-backends": (
+        [volume(host={"path": "/tmp/x"}, pvc={"claimName": "c"})],
+        value_error(V0, volume(host={"path": "/tmp/x"}, pvc={"claimName": "c"}), MANY_GIVEN),
+    ),
+    "bad-name": ([volume(name="Bad_Name", pvc={"claimName": "c"})], mismatch([*V0, "name"], "Bad_Name", DNS_LABEL)),
+    "long-name": (
+        [volume(name="a" * 64, pvc={"claimName": "c"})],
+        invalid(
+            type="string_too_long",
+            loc=[*V0, "name"],
+            msg="String should have at most 63 characters",
+            input="a" * 64,
+            ctx={"max_length": 63},
+        ),
+    ),
+    "relative-mount-path": (
+        [volume(mountPath="data", pvc={"claimName": "c"})],
+        mismatch([*V0, "mountPath"], "data", "^/.*"),
+    ),
+    "empty-mount-path": ([volume(mountPath="", pvc={"claimName": "c"})], mismatch([*V0, "mountPath"], "", "^/.*")),
+    "duplicate-name": (
+        [volume(pvc={"claimName": "c"}), volume(pvc={"claimName": "d"})],
+        bad_request("VOLUME::DUPLICATE_NAME", "Duplicate volume name 'data'. Each volume must have a unique name."),
+    ),
+    "first-volume-checked-first": (
+        [volume(host={"path": "/tmp/x"}), volume(host={"path": "/tmp/y"})],
+        not_allowed("/tmp/x"),
+    ),
+    "ossfs-without-keys": (
+        [volume(ossfs=OSSFS)],
+        value_error([*V0, "ossfs"], OSSFS, "OSSFS inline credentials are required: accessKeyId and accessKeySecret."),
+    ),
+    "ossfs-blank-bucket": (
+        [volume(ossfs={**OSSFS, "bucket": "   ", **KEYS})],
+        bad_request("VOLUME::INVALID_OSSFS_BUCKET", "OSSFS bucket cannot be empty."),
+    ),
+    "ossfs-bad-version": (
+        [volume(ossfs={**OSSFS, "version": "3", **KEYS})],
+        invalid(
+            type="literal_error",
+            loc=[*V0, "ossfs", "version"],
+            msg="Input should be '1.0' or '2.0'",
+            input="3",
+            ctx={"expected": "'1.0' or '2.0'"},
+        ),
+    ),
+    "pvc-bad-claim-name": ([volume(pvc={"claimName": "C_x"})], mismatch([*V0, "pvc", "claimName"], "C_x", DNS_LABEL)),
+    "absolute-sub-path": (
+        [volume(pvc={"claimName": "c"}, subPath="/x")],
+        bad_request("VOLUME::INVALID_SUB_PATH", "SubPath '/x' must be a relative path, not absolute."),
+    ),
+    "sub-path-traversal": (
+        [volume(pvc={"claimName": "c"}, subPath="a/../b")],
+        bad_request("VOLUME::INVALID_SUB_PATH", "SubPath 'a/../b' contains path traversal '..' which is not allowed."),
+    ),
+    "not-a-list": (
+        {"a": 1},
+        invalid(type="list_type", loc=["body", "volumes"], msg="Input should be a valid list", input={"a": 1}),
+    ),
+    "item-not-an-object": (
+        ["x"],
+        invalid(
+            type="model_attributes_type",
+            loc=V0,
+            msg="Input should be a valid dictionary or object to extract fields from",
+            input="x",
+        ),
+    ),
+    "missing-name": (
+        [{"mountPath": "/d", "host": {"path": "/tmp"}}],
+        invalid(
+            type="missing", loc=[*V0, "name"], msg="Field required", input={"mountPath": "/d", "host": {"path": "/tmp"}}
+        ),
+    ),
+    "missing-mount-path": (
+        [{"name": "d", "host": {"path": "/tmp"}}],
+        invalid(
+            type="missing", loc=[*V0, "mountPath"], msg="Field required", input={"name": "d", "host": {"path": "/tmp"}}
+        ),
+    ),
+    "read-only-not-a-boolean": (
+        [volume(pvc={"claimName": "c"}, readOnly="maybe")],
+        invalid(
+            type="bool_parsing",
+            loc=[*V0, "readOnly"],
+            msg="Input should be a valid boolean, unable to interpret input",
+            input="maybe",
+        ),
+    ),
+}
+
+#: ``platform`` value -> the real answer.
+PLATFORM_CASES: dict[str, tuple[Any, Answer]] = {
+    "plan9": (
+        {"os": "plan9", "arch": "amd64"},
+        bad_request(
+            "SANDBOX::INVALID_PARAMETER", "Unsupported platform.os 'plan9'. Supported values: ['linux', 'windows']."
+        ),
+    ),
+    "mips": (
+        {"os": "linux", "arch": "mips"},
+        bad_request(
+            "SANDBOX::INVALID_PARAMETER", "Unsupported platform.arch 'mips'. Supported values: ['amd64', 'arm64']."
+        ),
+    ),
+    "no-arch": (
+        {"os": "linux"},
+        invalid(type="missing", loc=["body", "platform", "arch"], msg="Field required", input={"os": "linux"}),
+    ),
+    "os-not-a-string": (
+        {"os": 1, "arch": "amd64"},
+        invalid(type="string_type", loc=["body", "platform", "os"], msg="Input should be a valid string", input=1),
+    ),
+}
+
+#: Accepted values (202); a platform is echoed stripped and in lower case.
+ACCEPTED_VOLUMES: tuple[Any, ...] = ([], None)
+ECHOED_PLATFORM = ({"os": " Linux ", "arch": "AMD64"}, {"os": "linux", "arch": "amd64"})

@@ -1,0 +1,50 @@
+"""execd's command stream: a foreground command whose client goes away is killed, leaving no task behind."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from mockserver.core import VirtualClock
+from mockserver.opensandbox import OpenSandboxMock
+
+from ..create_cases import BODY
+
+DROPPED = 50
+
+
+def _wait(predicate: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "the mock never noticed the clients were gone"
+        time.sleep(0.02)
+
+
+def test_dropped_streams_leave_no_running_command() -> None:
+    mock = OpenSandboxMock(clock=VirtualClock("manual"))  # sleep 3600 never ends by itself
+    with mock.server() as srv, httpx.Client(base_url=srv.url, timeout=10) as client:
+        sid = client.post("/v1/sandboxes", json=BODY).json()["id"]
+        for _ in range(DROPPED):
+            with client.stream("POST", f"/direct/{sid}/44772/command", json={"command": "sleep 3600"}) as resp:
+                assert resp.status_code == 200
+                assert b'"type":"init"' in next(resp.iter_raw())
+        records = mock.sandbox(sid).commands
+        assert len(records) == DROPPED
+        _wait(lambda: mock.commands.live() == 0 and not any(r.running for r in records.values()))
+        statuses = [client.get(f"/direct/{sid}/44772/command/status/{cid}").json() for cid in records]
+        assert {(s["running"], s["exit_code"], s["error"]) for s in statuses} == {(False, -1, "signal: killed")}
+
+
+def test_a_stream_read_to_its_end_is_not_abandoned() -> None:
+    mock = OpenSandboxMock(clock=VirtualClock("manual"))
+    with mock.server() as srv, httpx.Client(base_url=srv.url, timeout=10) as client:
+        sid = client.post("/v1/sandboxes", json=BODY).json()["id"]
+        done = client.post(f"/direct/{sid}/44772/command", json={"command": "echo hi"})
+        assert done.text.endswith("\n\n") and '"type":"execution_complete"' in done.text
+        [record] = mock.sandbox(sid).commands.values()
+        assert (record.running, record.exit_code) == (False, 0)
+        background = client.post(f"/direct/{sid}/44772/command", json={"command": "sleep 3600", "background": True})
+        assert '"type":"execution_complete"' in background.text
+        time.sleep(0.2)
+        assert mock.commands.live() == 1  # a background command runs on without a reader, as on execd

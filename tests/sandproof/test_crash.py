@@ -1,0 +1,45 @@
+"""A short run of the crash test (``bench/crash.py``): SIGKILL ``sandproof serve`` under load, restart, audit."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _bench(name: str) -> ModuleType:
+    """Import a bench script as a module (bench/ is a folder of scripts, not a package)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"sandproof_bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_killed_servers_lose_no_acknowledged_write_and_invent_none(tmp_path: Path) -> None:
+    crash = _bench("crash")
+    found = crash.run(3, 3, tmp_path / "state.db", min_load=0.3, max_load=0.6, seed=7)
+    assert found["acknowledged"] > 0, "the load never got an answer: nothing was tested"
+    assert (found["lost"], found["phantom"]) == (0, 0), found["examples"]
+    assert found["stray_files"] == []
+
+
+def test_the_audit_catches_a_server_that_forgets(tmp_path: Path) -> None:
+    crash = _bench("crash")
+    ledger = crash.Ledger()
+    ledger.add(crash.Op("tl-create", "tl-forgotten", outcome=crash.ACKED))
+    ledger.add(crash.Op("dns", "h-invented.crash.test", outcome=crash.REFUSED))
+    support = _bench("support")
+    with support.start_serve(["--api-key", support.API_KEY]) as served:
+        import httpx
+
+        httpx.post(served.url("opensandbox") + "/_mock/dns", json={"h-invented.crash.test": ["10.0.0.1"]})
+        found = crash.audit(ledger, served)
+    assert [line.split(":")[0] for line in found.lost] == ["tensorlake tl-forgotten"]
+    assert [line.split(":")[0] for line in found.phantom] == ["dns h-invented.crash.test"]

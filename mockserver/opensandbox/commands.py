@@ -241,7 +241,7 @@ class CommandRuntime:
         self._live.add(execution)
         return record, execution
 
-    def live(self) -> int:
+    def running(self) -> int:
         """Return how many started commands still run (each holds a task until it ends)."""
         self._live = {e for e in self._live if not e.done.is_set()}
         return len(self._live)

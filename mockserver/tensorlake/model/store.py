@@ -33,7 +33,6 @@ and ``on_change`` is called, under the lock, whenever a live sandbox's status ch
 from __future__ import annotations
 
 import collections
-import functools
 import heapq
 import itertools
 import threading

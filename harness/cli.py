@@ -1,7 +1,7 @@
 """``sandproof check``: run the contract suite in ``harness/contracts`` against a target and summarise it.
 
 ``sandproof check --target T [--profile ci|thorough] [--report DIR] [-k EXPR] [--list] [--container]
-[--concurrency N] [--strict]``
+[--concurrency N] [--strict] [--runtime emulator|linux]``
 runs pytest on the shipped contract modules with the sandproof plugin, prints pytest's progress, then the
 per provider and operation summary and the checks per strength, and exits non-zero when a contract fails (or
 nothing was selected). Only ``spec`` and ``observed`` checks fail a run; a check that differs from one of
@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--strict", action="store_true", help="fail on checks that differ from sandproof's own choices too"
     )
+    parser.add_argument(
+        "--runtime",
+        choices=("emulator", "linux"),
+        default="emulator",
+        help="what the mock target runs sandboxes on (linux: real programs in Linux namespaces; see docs/runtime.md)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="less pytest output")
     return parser
 
@@ -94,6 +100,8 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         argv.append(f"--sandproof-concurrency={args.concurrency}")
     if getattr(args, "strict", False):
         argv.append("--sandproof-strict")
+    if getattr(args, "runtime", "emulator") != "emulator":
+        argv.append(f"--sandproof-runtime={args.runtime}")
     if args.list:
         argv.append("--collect-only")
     return argv
@@ -156,6 +164,13 @@ def _print_listing(items: Sequence[pytest.Item], target: Target) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``sandproof check``; return the exit status."""
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.runtime == "linux":
+        from mockserver.linux.requirements import check_requirements
+
+        requirements = check_requirements()
+        if not requirements.ok:
+            print(f"sandproof check: {requirements.message()}", file=sys.stderr)
+            return 2
     try:
         target = parse_target(args.target)
         target.configure(container=args.container)

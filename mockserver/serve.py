@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from mockserver.core import VirtualClock
 from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
@@ -57,6 +57,7 @@ class ServeOptions:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     admin_token: str | None = None
     execd_token: str | None = None
+    runtime: str = "emulator"
 
 
 class ServeError(ValueError):
@@ -80,12 +81,14 @@ def build_mocks(
     api_keys: Sequence[str] = (),
     admin_token: str | None = None,
     execd_token: str | None = None,
+    runtime: str = "emulator",
 ) -> dict[str, HttpMock]:
     """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
 
     By default any non-empty key is accepted, each key its own tenant (project); several pinned keys are
     each their own tenant. ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox
-    endpoints carry and execd require ``X-EXECD-ACCESS-TOKEN``.
+    endpoints carry and execd require ``X-EXECD-ACCESS-TOKEN``. ``runtime`` is ``emulator`` (default) or
+    ``linux`` (real processes; :class:`ServeError` with the one requirements message where it cannot run).
     """
     from mockserver.opensandbox import OpenSandboxMock
     from mockserver.opensandbox.model.auth import pinned_keys
@@ -97,10 +100,20 @@ def build_mocks(
         return VirtualClock(mode=clock_mode, start=start)
 
     keys = list(api_keys)
-    mocks: dict[str, HttpMock] = {
-        "tensorlake": TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None),
-        "opensandbox": OpenSandboxMock(seed=seed, clock=clock(), api_key=pinned_keys(keys), execd_token=execd_token),
-    }
+    if runtime not in ("emulator", "linux"):
+        raise ServeError(f"--runtime must be emulator or linux, got {runtime!r}")
+    if runtime == "linux":
+        from mockserver.linux.requirements import check_requirements
+
+        report = check_requirements()
+        if not report.ok:
+            raise ServeError(report.message())
+    chosen: Literal["emulator", "linux"] = "linux" if runtime == "linux" else "emulator"
+    tensorlake = TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None, runtime=chosen)
+    opensandbox = OpenSandboxMock(
+        seed=seed, clock=clock(), api_key=pinned_keys(keys), execd_token=execd_token, runtime=chosen
+    )
+    mocks: dict[str, HttpMock] = {"tensorlake": tensorlake, "opensandbox": opensandbox}
     for mock in mocks.values():
         mock.admin_token = admin_token
     return mocks
@@ -146,6 +159,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         api_keys=options.api_keys,
         admin_token=options.admin_token,
         execd_token=options.execd_token,
+        runtime=options.runtime,
     )
     store = None
     apps = {name: mock.app for name, mock in mocks.items()}
@@ -191,4 +205,6 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         if store is not None:
             store.close()
             out(f"state saved to {options.state_file}")
+        for mock in mocks.values():
+            mock.close()
     return 0

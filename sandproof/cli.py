@@ -56,6 +56,13 @@ def parser() -> argparse.ArgumentParser:
                 "--execd-token", default=None, help="OpenSandbox execd requires X-EXECD-ACCESS-TOKEN with this value"
             )
             cmd.add_argument(
+                "--runtime",
+                choices=["emulator", "linux"],
+                default="emulator",
+                help="what runs the sandboxes: the command emulator (default) or real programs in Linux "
+                "namespaces (needs root, bubblewrap, nftables, iproute2; see docs/runtime.md)",
+            )
+            cmd.add_argument(
                 "--header-timeout",
                 type=float,
                 default=10.0,
@@ -106,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             header_timeout=args.header_timeout,
             admin_token=args.admin_token,
             execd_token=args.execd_token,
+            runtime=args.runtime,
         )
         try:
             return serve(options, out=lambda line: print(line, flush=True))

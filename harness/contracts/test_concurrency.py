@@ -13,6 +13,9 @@ are compared too; without it the run deletes what it created. The seed is ``--hy
 else random; a failure prints it with the replay command and the witnesses (see ``docs/harness.md``). The outcome
 is recorded under the provider's tagged contract (:data:`harness.concurrency.runner.CONTRACTS`, ``spec``). With
 ``--sandproof-report=DIR`` each provider's history and verdicts go to ``DIR/concurrency-<provider>.json``.
+Under ``--sandproof-runtime=linux`` on the in-process mock target, every policy change that returned is
+followed by an egress probe from inside the sandbox (:mod:`harness.concurrency.egress_probe`): a connection
+to a destination the new policy denies that still succeeds fails the run.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 from hypothesis import settings
 
 from harness.concurrency.runner import CONTRACTS, PROVIDERS, run_provider
+from harness.concurrency.workload import EgressProbe
 from harness.plugin import sandproof_state
 from harness.strength import record
 from harness.targets import Target
@@ -61,6 +65,11 @@ def test_concurrent_histories_are_linearizable(
     state = sandproof_state(request.config)
     dump = state.report_dir / f"concurrency-{provider}.json" if state.report_dir is not None else None
     seed = _seed()
+    probe: EgressProbe | None = None
+    if state.runtime == "linux" and sandproof_target.kind == "mock" and not state.container:
+        from harness.concurrency.egress_probe import LinuxEgressProbe
+
+        probe = LinuxEgressProbe({provider: state.mocks().core(provider)})
     try:
         result = run_provider(
             provider,
@@ -70,6 +79,7 @@ def test_concurrent_histories_are_linearizable(
             clients=clients,
             operations=clients * operations_per_client(),
             seed=seed,
+            probe=probe,
             history_file=dump,
         )
     finally:
@@ -86,6 +96,10 @@ def test_concurrent_histories_are_linearizable(
         f"--sandproof-concurrency={clients} --hypothesis-seed={seed}"
     )
     print(result.summary())
+    if probe is not None:
+        counts = f"{getattr(probe, 'probes', 0)} probes, {getattr(probe, 'conclusive', 0)} conclusive"
+        print(f"egress probes: {counts}, {len(result.probe_findings)} found a denied destination reachable")
+        request.node.user_properties.append(("egress_probes", counts))
     witnesses = "\n\n".join(result.witnesses[:1] + result.probe_findings[:1]) or None
     record(CONTRACTS[provider], result.passed, witnesses, result.summary())
     assert result.histories > 0, f"the workload checked no sandbox history: {result.summary()}"

@@ -8,12 +8,15 @@ Options: ``--sandproof-target=T`` (default ``mock``), ``--sandproof-container``,
 ``--sandproof-provider=P`` (repeatable; run only those providers' contracts), ``--sandproof-concurrency=N``
 (clients of the concurrency contract, default 4; 0 skips it), ``--sandproof-strict`` (a check that differs
 from sandproof's own choice fails the run too; by default only ``spec`` and ``observed`` checks do, see
-:mod:`harness.strength`).
+:mod:`harness.strength`), ``--sandproof-runtime=emulator|linux`` (what the in-process mocks run sandboxes
+on; ``linux`` where the machine cannot run it skips the tests that use those mocks, with the one message
+naming what is missing).
 Every contract test runs inside a :func:`harness.strength.ledger`; the tagged check outcomes it records go
 into the report and, as the ``sandproof_checks`` property, into ``junit.xml``.
-Markers: ``contract(provider, operation, requires=("api",))`` and ``sdk(provider, operation=None)``.
-Fixtures: ``sandproof_target``, ``tensorlake_mock``, ``tensorlake_sdk_args``, ``opensandbox_mock``,
-``opensandbox_asgi``. ``--sandproof-sdk-env`` (or the ini ``sandproof_sdk_env = true``) exports the mocks'
+Markers: ``contract(provider, operation, requires=("api",))``, ``sdk(provider, operation=None)`` and
+``runtime(name)`` (the test needs that runtime: ``runtime("linux")`` skips with the requirements message
+where it cannot run). Fixtures: ``sandproof_target``, ``sandproof_runtime``, ``tensorlake_mock``,
+``tensorlake_sdk_args``, ``opensandbox_mock``, ``opensandbox_asgi``. ``--sandproof-sdk-env`` (or the ini ``sandproof_sdk_env = true``) exports the mocks'
 SDK environment before test modules are imported.
 The per-run state lives in :mod:`harness.plugin.state`, the Hypothesis profiles in
 :mod:`harness.plugin.profiles`; their public names are re-exported here.
@@ -68,6 +71,17 @@ __all__ = [
 
 #: Clients of the concurrency contract unless ``--sandproof-concurrency`` says otherwise.
 DEFAULT_CONCURRENCY = 4
+#: What ``--sandproof-runtime`` chooses from.
+RUNTIMES = ("emulator", "linux")
+
+
+def linux_problem() -> str | None:
+    """Return why the linux runtime cannot run here (the one requirements message), or None when it can."""
+    from mockserver.linux.requirements import check_requirements
+
+    report = check_requirements()
+    return None if report.ok else report.message()
+
 
 # --- options, markers, configuration ------------------------------------------------------------------
 
@@ -139,6 +153,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="while a contract test runs longer, print what it is doing every SECONDS (default 15; 0: never)",
     )
     group.addoption(
+        "--sandproof-runtime",
+        choices=RUNTIMES,
+        default="emulator",
+        help="what the in-process mocks run sandboxes on: the command emulator (default) or real programs in "
+        "Linux namespaces (linux: needs root, bubblewrap, nftables, iproute2; see docs/runtime.md)",
+    )
+    group.addoption(
         "--sandproof-concurrency",
         type=_clients,
         default=DEFAULT_CONCURRENCY,
@@ -158,6 +179,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "sdk(provider, operation=None): a test that drives the provider's real SDK (SDK matrix)"
     )
+    config.addinivalue_line(
+        "markers",
+        "runtime(name): the test needs this sandbox runtime; runtime('linux') skips with the requirements "
+        "message where the linux runtime cannot run",
+    )
     register_hypothesis_profiles()
     previous_profile = current_profile()
     try:
@@ -169,6 +195,7 @@ def pytest_configure(config: pytest.Config) -> None:
     load_env_profile(config)
     wanted = config.getoption("sandproof_provider")
     strict = bool(config.getoption("sandproof_strict"))
+    runtime = str(config.getoption("sandproof_runtime") or "emulator")
     state = SandproofState(
         target=target,
         report=ContractReport(target.spec, strict=strict),
@@ -176,6 +203,8 @@ def pytest_configure(config: pytest.Config) -> None:
         strict=strict,
         providers=frozenset(wanted) if wanted else None,
         previous_profile=previous_profile,
+        runtime=runtime,
+        runtime_problem=linux_problem() if runtime == "linux" else None,
     )
     report_dir = config.getoption("sandproof_report")
     if report_dir and not hasattr(config, "workerinput"):
@@ -197,6 +226,8 @@ def _sdk_env_wanted(config: pytest.Config) -> bool:
 
 def _export_sdk_env(state: SandproofState) -> None:
     """Serve both mocks now and export their SDK environment for the whole run (restored at the end)."""
+    if state.runtime_problem is not None:
+        return  # the tests that would use them are skipped with the reason
     try:
         running = [state.mocks().get(provider) for provider in PROVIDERS]
     except TargetError as exc:
@@ -229,11 +260,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    """Name the target when it is not the default."""
+    """Name the target when it is not the default (and the runtime when it is not the emulator)."""
     state = config.stash.get(STATE_KEY, None)
-    if state is None or (state.target.kind == "mock" and not state.container):
+    if state is None:
         return None
-    return f"sandproof target: {state.target.spec}" + (" (container)" if state.container else "")
+    runtime = f"sandproof runtime: {state.runtime}" + (f" ({state.runtime_problem})" if state.runtime_problem else "")
+    if state.target.kind == "mock" and not state.container:
+        return runtime if state.runtime != "emulator" else None
+    header = f"sandproof target: {state.target.spec}" + (" (container)" if state.container else "")
+    return header if state.runtime == "emulator" else f"{header}; {runtime}"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -260,7 +295,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
+    linux = None
     for item in items:
+        needs = item.get_closest_marker("runtime")
+        if needs is not None and "linux" in needs.args:
+            linux = linux_problem() if linux is None else linux
+            if linux:
+                item.add_marker(pytest.mark.skip(reason=linux))
         try:
             info = contract_info(item)
         except ValueError:
@@ -274,6 +315,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 reason = state.target.skip_reason(info.provider, info.requires)
             except TargetError:
                 reason = None  # the test's own use of the target reports the start failure
+            if reason is None and state.runtime_problem is not None and state.target.kind == "mock":
+                reason = state.runtime_problem
             if reason is not None:
                 item.add_marker(pytest.mark.skip(reason=reason))
     if dropped:
@@ -449,6 +492,8 @@ def sandproof_target(request: pytest.FixtureRequest) -> Target:
 def _serve_mock(request: pytest.FixtureRequest, provider: str) -> Iterator[RunningMock]:
     """Yield a freshly reset in-process mock with its SDK environment set, then restore the environment."""
     state = sandproof_state(request.config)
+    if state.runtime_problem is not None:
+        pytest.skip(state.runtime_problem)
     try:
         running = state.mocks().get(provider)
     except TargetError as exc:
@@ -463,6 +508,12 @@ def _serve_mock(request: pytest.FixtureRequest, provider: str) -> Iterator[Runni
             yield running
         finally:
             state.note_unknown_fields(running.mock, request.node.nodeid)
+
+
+@pytest.fixture(scope="session")
+def sandproof_runtime(request: pytest.FixtureRequest) -> str:
+    """Return what the in-process mocks run sandboxes on (``emulator`` or ``linux``)."""
+    return sandproof_state(request.config).runtime
 
 
 @pytest.fixture
@@ -490,6 +541,8 @@ def tensorlake_sdk_args(tensorlake_mock: RunningMock) -> dict[str, str]:
 def opensandbox_asgi(request: pytest.FixtureRequest) -> Iterator[httpx.ASGITransport]:
     """Return an ``httpx.ASGITransport`` into a fresh OpenSandbox mock (the same one ``opensandbox_mock`` serves)."""
     state = sandproof_state(request.config)
+    if state.runtime_problem is not None:
+        pytest.skip(state.runtime_problem)
     try:
         core = state.mocks().core("opensandbox")
     except TargetError as exc:

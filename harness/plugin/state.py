@@ -87,11 +87,14 @@ class SandproofState:
     previous_profile: str | None = None
     written: list[Path] = field(default_factory=list)
     last_user: dict[int, str] = field(default_factory=dict)
+    runtime: str = "emulator"
+    runtime_problem: str | None = None
     _mocks: MockStack = field(default_factory=MockStack)
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        """Let the in-process ``mock`` target serve the fixtures' mocks."""
+        """Let the in-process ``mock`` target serve the fixtures' mocks (on the run's runtime)."""
+        self._mocks.runtime = self.runtime
         if self.target.kind == "mock" and not self.container:
             self.target.configure(mocks=self._mocks)
 

@@ -76,11 +76,19 @@ def _mock_api_key(core: object) -> str:
 
 
 class MockStack:
-    """Create in-process mocks on demand, serve them on loopback sockets and stop them together."""
+    """Create in-process mocks on demand, serve them on loopback sockets and stop them together.
 
-    def __init__(self, classes: Mapping[str, Sequence[str]] | None = None, host: str = "127.0.0.1") -> None:
+    ``runtime`` is what the mocks run sandboxes on: ``emulator`` (default) or ``linux`` (real processes in
+    Linux namespaces; creating a mock then raises ``TargetError`` with the requirements message where the
+    machine cannot run it).
+    """
+
+    def __init__(
+        self, classes: Mapping[str, Sequence[str]] | None = None, host: str = "127.0.0.1", runtime: str = "emulator"
+    ) -> None:
         self._classes = dict(classes) if classes is not None else None
         self._host = host
+        self.runtime = runtime
         self._cores: dict[str, HttpMock] = {}
         self._running: dict[str, RunningMock] = {}
         self._lock = threading.Lock()
@@ -104,7 +112,15 @@ class MockStack:
             except (ImportError, AttributeError) as exc:
                 problems.append(f"{path}: {type(exc).__name__}: {exc}")
                 continue
-            core: HttpMock = cls()
+            if self.runtime == "emulator":
+                core: HttpMock = cls()
+                return core
+            try:
+                core = cls(runtime=self.runtime)
+            except TypeError as exc:
+                raise TargetError(f"the {provider} mock {path} has no runtime {self.runtime!r}: {exc}") from exc
+            except RuntimeError as exc:  # RuntimeUnavailable: what the machine lacks
+                raise TargetError(str(exc)) from exc
             return core
         raise TargetError(f"the {provider} mock cannot be imported ({'; '.join(problems)})")
 
@@ -126,8 +142,11 @@ class MockStack:
             return dict(self._running)
 
     def close(self) -> None:
-        """Stop every served mock."""
+        """Stop every served mock and release what the mocks hold (a real runtime's sandboxes)."""
         with self._lock:
             running, self._running = list(self._running.values()), {}
+            cores, self._cores = list(self._cores.values()), {}
         for mock in running:
             mock.server.stop()
+        for core in cores:
+            core.close()

@@ -63,6 +63,9 @@ class MockCore(abc.ABC):
         """
         return []
 
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the mock holds beyond memory (a real runtime's sandboxes); the default holds nothing."""
+
     def on_clock_advance(self) -> None:  # noqa: B027 - optional hook
         """React to time moving (expire sandboxes, finish transitions); the default does nothing."""
 

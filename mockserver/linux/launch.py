@@ -46,6 +46,7 @@ from .standalone import GUEST_DIR, GUEST_MOUNT
 __all__ = [
     "CAPABILITIES",
     "HIDDEN_DIRS",
+    "KERNEL_PATH",
     "SYSTEM_DIRS",
     "WRITABLE_DIRS",
     "Layout",
@@ -85,6 +86,10 @@ CAPABILITIES = (
 
 
 GUEST_FILES = ("init.py", "wire.py")
+#: Programs copied as source (run by the sandbox's own ``python3``, whichever it is): the code-context kernel.
+GUEST_SOURCES = ("kernel.py",)
+#: Where a sandbox finds the Python code-context kernel (see ``standalone/kernel.py``).
+KERNEL_PATH = f"{GUEST_MOUNT}/kernel.py"
 _COMPILE = (
     "import py_compile, sys\n"
     "for source, target in zip(sys.argv[1::2], sys.argv[2::2]):\n"
@@ -113,6 +118,8 @@ def prepare_guest_code(python: str, directory: Path) -> str:
         for name in GUEST_FILES:
             shutil.copyfile(GUEST_DIR / name, directory / name)
         entry = "init.py"
+    for name in GUEST_SOURCES:
+        shutil.copyfile(GUEST_DIR / name, directory / name)
     for child in directory.iterdir():
         os.chmod(child, 0o644)
     return entry

@@ -74,6 +74,25 @@ def _task_state(pid: int) -> str | None:
         return None
 
 
+def _cannot_run(pid: int) -> bool:
+    """Tell whether host process ``pid`` cannot run: stopped, dead, or waiting for a ``vfork`` child.
+
+    A shell that ``vfork``s (dash does) waits uninterruptibly ("D", in ``kernel_clone``) until its child
+    execs or exits; with the child stopped it cannot run either, and the SIGSTOP it was sent stops it the
+    moment the child lets it go.
+    """
+    state = _task_state(pid)
+    if state in ("T", "t", "Z", "X", None):
+        return True
+    if state != "D":
+        return False
+    try:
+        with open(f"/proc/{pid}/wchan") as handle:
+            return handle.read().strip() in ("kernel_clone", "wait_for_vfork_done", "_do_fork", "do_fork")
+    except OSError:
+        return False
+
+
 class LinuxSandbox:
     """A sandbox: bubblewrap namespaces around an init we talk to over a socket."""
 
@@ -358,12 +377,29 @@ class LinuxSandbox:
                 self.frozen_by = "signals"
             self.state = "frozen"
 
-    def _stop_all(self, timeout: float = 2.0) -> None:
-        """SIGSTOP every process until a scan finds them all stopped (children forked meanwhile included)."""
+    def _stop_all(self, timeout: float = 10.0) -> None:
+        """SIGSTOP every process until two scans in a row find the same processes, all of them stopped.
+
+        One scan is not enough: it lists the processes first and reads their states after, so a child forked
+        by a process between the listing and that process's stop is missed, and it runs on. Once every
+        listed process is seen stopped nothing can fork any more, so a later listing that shows no process
+        the first one did not is complete. The later listing waits a few milliseconds: a task being forked
+        is in ``/proc`` before its namespace links can be read, so a listing made at once can miss it too.
+        A parent waiting for a stopped ``vfork`` child counts as stopped (see :func:`_cannot_run`).
+        """
         deadline = time.monotonic() + timeout
+        stopped: set[int] | None = None
         while True:
-            running = [pid for pid in self.host_pids() if _task_state(pid) not in ("T", "t", "Z", "X", None)]
-            if not running or time.monotonic() > deadline:
+            pids = self.host_pids()
+            running = [pid for pid in pids if not _cannot_run(pid)]
+            if not running:
+                if stopped is not None and set(pids) <= stopped:
+                    return
+                stopped = set(pids)
+                time.sleep(0.005)
+                continue
+            stopped = None
+            if time.monotonic() > deadline:
                 return
             for pid in running:
                 with contextlib.suppress(ProcessLookupError):

@@ -34,6 +34,7 @@ __all__ = [
     "Execution",
     "Runner",
     "RunnerFactory",
+    "RunningCommand",
     "emulator_runner",
     "frame",
 ]
@@ -50,6 +51,16 @@ class Runner(Protocol):
 
     def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
         """Yield the command's steps."""
+        ...
+
+
+class RunningCommand(Protocol):
+    """A started command as the routes see it: its record and, for a foreground one, its SSE events."""
+
+    record: CommandRecord
+
+    def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Yield the events the SSE stream must send, ending after the terminal one."""
         ...
 
 
@@ -181,7 +192,13 @@ def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
 
 
 class CommandRuntime:
-    """Run the model's validated commands: one runner per sandbox (built by ``factory``), one task per command."""
+    """Run the model's validated commands: one runner per sandbox (built by ``factory``), one task per command.
+
+    ``live`` is False: the emulator serves no PTY, code context or real port (the linux runtime,
+    :class:`~.linux_runtime.LinuxCommandRuntime`, does).
+    """
+
+    live = False
 
     def __init__(
         self, clock: VirtualClock, ids: IdFactory, dns: DnsTable, enforcement: str, factory: RunnerFactory
@@ -207,7 +224,7 @@ class CommandRuntime:
             self._runners[sb.id] = runner
         return runner
 
-    def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, Execution]:
+    def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, RunningCommand]:
         """Record the command and start it on the running loop (a foreground one streams its events)."""
         record = new_command(sb, self.ids, self.clock, run)
         execution = Execution(
@@ -224,7 +241,7 @@ class CommandRuntime:
         self._live.add(execution)
         return record, execution
 
-    def live(self) -> int:
+    def running(self) -> int:
         """Return how many started commands still run (each holds a task until it ends)."""
         self._live = {e for e in self._live if not e.done.is_set()}
         return len(self._live)

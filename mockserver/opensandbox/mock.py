@@ -7,13 +7,21 @@ two ways, both served by this same app, so one transport or one socket serves ev
 * directly, at the endpoint ``{host}/direct/{sandbox_id}/{port}`` the lifecycle API hands out
   (scheme-less, as the real server does);
 * through the server proxy ``{host}/v1/sandboxes/{sandbox_id}/proxy/{port}`` (``use_server_proxy``).
+
+``runtime`` chooses what runs the sandboxes: ``"emulator"`` (the default: the shared command emulator over
+an in-memory filesystem) or ``"linux"`` (real processes in Linux namespaces: execd's commands, bash
+sessions, code contexts, PTY sessions, files and metrics on the real sandbox, every other port reaching the
+sandbox's own services, the egress policy enforced by nftables in the sidecar's mode; see
+``docs/runtime.md`` and :mod:`.linux_sandboxes`). ``"linux"`` raises
+:class:`~mockserver.linux.RuntimeUnavailable` at once where it cannot run; :meth:`OpenSandboxMock.close`
+releases its sandboxes.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
@@ -41,7 +49,14 @@ from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
 from .routes.render import exception_handlers
 
-__all__ = ["OpenSandboxMock"]
+if TYPE_CHECKING:
+    from .linux_sandboxes import LinuxSandboxes
+
+__all__ = ["RUNTIMES", "OpenSandboxMock"]
+
+#: What can run the sandboxes (see the module docstring).
+RUNTIMES = ("emulator", "linux")
+RuntimeName = Literal["emulator", "linux"]
 
 
 class OpenSandboxMock(HttpMock):
@@ -53,7 +68,8 @@ class OpenSandboxMock(HttpMock):
     (Pending for ``pending_seconds``, visible Pausing/Resuming). ``execd_token`` / ``egress_token`` make the
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
     or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
-    the real server's default). ``runner_factory`` replaces the shared command emulator.
+    the real server's default). ``runner_factory`` replaces the shared command emulator. ``runtime`` is
+    ``"emulator"`` (default) or ``"linux"`` (see the module docstring).
     """
 
     provider = "opensandbox"
@@ -78,14 +94,24 @@ class OpenSandboxMock(HttpMock):
         dns: DnsTable | None = None,
         http: HttpTable | None = None,
         runner_factory: RunnerFactory | None = None,
+        runtime: RuntimeName = "emulator",
     ) -> None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+        if runtime == "linux":
+            from mockserver.linux import require
+
+            require()  # fail at once, naming what is missing
         super().__init__(clock=clock, seed=seed, dns=dns)
+        self.runtime_name: RuntimeName = runtime
+        self.linux: LinuxSandboxes | None = None
         self.config = ServerConfig(
             access=KeyTable.from_option(api_key),
             execd_token=execd_token,
             egress_token=egress_token,
             enforcement=enforcement_mode,
             snapshot_seconds=snapshot_seconds,
+            user_ports=runtime == "linux",
             allowed_host_paths=tuple(allowed_host_paths),
         )
         self.profile = make_profile(
@@ -98,17 +124,50 @@ class OpenSandboxMock(HttpMock):
         self.state = OpenSandboxState(self.profile, self.clock, self.ids)
         self.state.egress_without_policy = egress_without_policy
         self.http = http or HttpTable()
-        self.commands = CommandRuntime(
-            self.clock, self.ids, self.dns, enforcement_mode, runner_factory or self.make_runner
-        )
+        self.commands: CommandRuntime
+        live: list[BaseRoute] = []
+        linux: LinuxSandboxes | None = None
+        if runtime == "linux":
+            linux, live = self._compose_linux()
+        else:
+            self.commands = CommandRuntime(
+                self.clock, self.ids, self.dns, enforcement_mode, runner_factory or self.make_runner
+            )
         self.catalogue = FaultCatalogue(self)
         services: dict[int, ASGIApp] = {  # each built on its first request
-            EXECD_PORT: OnFirstCall(lambda: service_router([*self.execd_routes(), *self.file_routes()])),
+            EXECD_PORT: OnFirstCall(lambda: service_router([*live, *self.execd_routes(), *self.file_routes()])),
             EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),
         }
-        ports = PortContext(self.state, self.config, services)
+        user_port = None
+        if linux is not None:
+            services[EXECD_PORT] = linux.prepared(services[EXECD_PORT])  # the sidecar needs no real sandbox
+            user_port = linux.port_app
+        ports = PortContext(self.state, self.config, services, user_port)
         self.proxy_app = PortDispatcher(ports, via_proxy=True)
         self.direct_app = PortDispatcher(ports, via_proxy=False)
+
+    def _compose_linux(self) -> tuple[LinuxSandboxes, list[BaseRoute]]:
+        """Build the linux runtime's parts; return them and the execd routes only it serves."""
+        from .linux_code import CodeContexts
+        from .linux_pty import PtySessions
+        from .linux_runtime import LinuxCommandRuntime
+        from .linux_sandboxes import LinuxSandboxes
+        from .routes.live import LiveContext, live_routes
+
+        linux = LinuxSandboxes(self.state, self.config, self.dns)
+        self.linux = linux
+        self.commands = LinuxCommandRuntime(
+            self.clock, self.ids, self.dns, self.config.enforcement, linux.ensure_async, linux.oom
+        )
+        self.code_contexts = CodeContexts(self.clock, self.ids, linux.ensure_async)
+        self.ptys = PtySessions(linux.ensure_async, lambda: self.ids.token(16, "0123456789abcdef"))
+        routes = live_routes(LiveContext(self.clock, self.commands, self.code_contexts, self.ptys, linux.ensure_async))
+        return linux, routes
+
+    def close(self) -> None:
+        """Release the runtime's sandboxes (the linux runtime's namespaces, processes and files); idempotent."""
+        if self.linux is not None:
+            self.linux.close()
 
     # -- the parts a variant may replace -----------------------------------------------------------
 
@@ -140,6 +199,13 @@ class OpenSandboxMock(HttpMock):
         """Forget every sandbox, snapshot and telemetry event."""
         self.state.clear()
         self.commands.clear()
+        self._forget_live()
+
+    def _forget_live(self) -> None:
+        if self.linux is not None:
+            self.linux.clear()
+            self.code_contexts.clear()
+            self.ptys.clear()
 
     def dump_state(self) -> dict[str, Any]:
         """Return the sandboxes (with filesystems), snapshots and events as JSON."""
@@ -149,6 +215,7 @@ class OpenSandboxMock(HttpMock):
         """Replace the state with :meth:`dump_state` output."""
         self.state.load(data)
         self.commands.clear()
+        self._forget_live()
 
     def routes(self) -> list[BaseRoute]:
         """Return the lifecycle routes and the direct sandbox-port mount."""
@@ -172,6 +239,8 @@ class OpenSandboxMock(HttpMock):
     def on_clock_advance(self) -> None:
         """Finish due transitions and expire sandboxes."""
         self.state.refresh()
+        if self.linux is not None:
+            self.linux.reconcile()
 
     def sandbox_summaries(self) -> list[dict[str, Any]]:
         """Return every tenant's live sandboxes for the dashboard: state, image, policy, ports, metadata."""
@@ -183,6 +252,8 @@ class OpenSandboxMock(HttpMock):
 
     def wrap(self, app: ASGIApp) -> ASGIApp:
         """Put the request-id and auth layer outside the core's fault and journal layers."""
+        if self.linux is not None:
+            app = self.linux.in_step(app)
         return RequestGate(super().wrap(app), self.config.access, self.ids.uuid4_hex)
 
     # -- conveniences for tests ------------------------------------------------------------------

@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 FsErrorCode = Literal[
-    "not_found", "is_a_directory", "not_a_directory", "exists", "not_empty", "invalid_path", "no_space"
+    "not_found",
+    "is_a_directory",
+    "not_a_directory",
+    "exists",
+    "not_empty",
+    "invalid_path",
+    "no_space",
+    "permission_denied",
+    "read_only",
 ]
 
 STRERROR: dict[str, str] = {
@@ -22,6 +30,8 @@ STRERROR: dict[str, str] = {
     "not_empty": "Directory not empty",
     "invalid_path": "Invalid argument",
     "no_space": "No space left on device",
+    "permission_denied": "Permission denied",
+    "read_only": "Read-only file system",
 }
 
 DIR_SIZE = 4096

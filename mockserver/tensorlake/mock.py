@@ -7,16 +7,22 @@ from the one socket; the Host header decides which (see :mod:`.model.ingress`).
 This module only composes: the rules are the model's (:mod:`.model`), the HTTP layer is :mod:`.routes`, and
 commands run in the process runtime of :mod:`.processes`. The rest are the test helpers a test calls directly.
 
+``runtime`` chooses what runs the sandboxes: ``"emulator"`` (the default: the command emulator over an
+in-memory filesystem, see ``docs/emulator.md``) or ``"linux"`` (real programs in Linux namespaces, with
+PTYs, tunnels, real ports behind the ingress and egress enforced by nftables; see ``docs/runtime.md`` and
+:mod:`.linux_sandboxes`). ``"linux"`` raises :class:`~mockserver.linux.RuntimeUnavailable` at once, naming
+what is missing, where it cannot run; :meth:`TensorLakeMock.close` releases its sandboxes.
+
 Known deviations from the real service (see also the docstrings of :mod:`.model` and its modules): no TLS,
-no regions, no pools, no PTY or tunnels; timings are virtual and default to instant; DNS answers come from
-the mock's ``DnsTable``.
+no regions, no pools; with the emulator no PTY or tunnels; timings are virtual and default to instant; DNS
+answers come from the mock's ``DnsTable``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
@@ -52,9 +58,14 @@ if TYPE_CHECKING:
     from mockserver.sandbox.commands import CommandEmulator
     from mockserver.sandbox.steps import Handler
 
-    from .processes import EmulatorRuntime
+    from .linux_sandboxes import LinuxSandboxes
+    from .processes import ProcessRuntime
 
-__all__ = ["DEFAULT_API_KEY", "DEFAULT_INGRESS_DOMAIN", "DEFAULT_PORT", "TensorLakeMock", "sdk_env"]
+__all__ = ["DEFAULT_API_KEY", "DEFAULT_INGRESS_DOMAIN", "DEFAULT_PORT", "RUNTIMES", "TensorLakeMock", "sdk_env"]
+
+#: What can run the sandboxes (see the module docstring).
+RUNTIMES = ("emulator", "linux")
+RuntimeName = Literal["emulator", "linux"]
 
 DEFAULT_PORT = 8911
 DEFAULT_INGRESS_DOMAIN = "sandbox.localhost"
@@ -84,7 +95,14 @@ class TensorLakeMock(HttpMock):
         http: HttpTable | None = None,
         api_keys: Iterable[str] | None = None,
         journal_size: int = 10_000,
+        runtime: RuntimeName = "emulator",
     ) -> None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+        if runtime == "linux":
+            from mockserver.linux import require
+
+            require()  # fail at once, naming what is missing
         super().__init__(clock=clock, seed=seed, dns=dns, journal_size=journal_size)
         domain = ingress_domain.strip().strip(".").lower()
         if not domain or "/" in domain or ":" in domain:
@@ -95,6 +113,14 @@ class TensorLakeMock(HttpMock):
         self._port_apps: dict[tuple[str, int], ASGIApp] = {}
         self.model = self.new_model(KeyRing.of(api_keys))
         self.model.on_terminate = self._on_terminate
+        self.runtime_name: RuntimeName = runtime
+        self.linux: LinuxSandboxes | None = None
+        if runtime == "linux":
+            from .linux_sandboxes import LinuxSandboxes
+
+            self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get)
+            self.model.filesystems = self.linux
+            self.model.on_change = self.linux.reconcile
         self.lifecycle = LifecycleApi(self.model, self.ingress_domain)
         self.ingress = IngressRules(self.model)
 
@@ -121,6 +147,13 @@ class TensorLakeMock(HttpMock):
         """Forget every sandbox, snapshot, session, registered port app and pending create outcome."""
         self.model.reset()
         self._port_apps.clear()
+        if self.linux is not None:
+            self.linux.clear()
+
+    def close(self) -> None:
+        """Release the runtime's sandboxes (the linux runtime's namespaces, processes and files); idempotent."""
+        if self.linux is not None:
+            self.linux.close()
 
     def dump_state(self) -> dict[str, Any]:
         """Return sandboxes (with their filesystems), the archive, snapshots, sessions and timings."""
@@ -153,8 +186,12 @@ class TensorLakeMock(HttpMock):
         return admin_routes(AdminContext(self.model))
 
     @functools.cached_property
-    def runtime(self) -> EmulatorRuntime:
+    def runtime(self) -> ProcessRuntime:
         """Return the process runtime the management API runs commands in (built on first use)."""
+        if self.linux is not None:
+            from .linux_runtime import LinuxProcessRuntime
+
+            return LinuxProcessRuntime(self.clock, self.linux.ensure_async)
         from .processes import EmulatorRuntime
 
         return EmulatorRuntime(self.clock, self.emulator_for)
@@ -167,8 +204,9 @@ class TensorLakeMock(HttpMock):
 
     def front_door(self, fallback: ASGIApp) -> ASGIApp:
         """Return the sandbox proxy in front of ``fallback``; the management API is built on its first request."""
+        prepare = self.linux.ensure_async if self.linux is not None else None
         context = IngressContext(
-            self.ingress, self.ingress_domain, self.clock, OnFirstCall(self.management_app), self.port_app
+            self.ingress, self.ingress_domain, self.clock, OnFirstCall(self.management_app), self.port_app, prepare
         )
         return Ingress(context, fallback)
 
@@ -186,6 +224,8 @@ class TensorLakeMock(HttpMock):
     def _on_terminate(self, sandbox: Sandbox) -> None:
         if "runtime" in self.__dict__:  # no runtime yet: no process ran
             self.runtime.close(sandbox.id)
+        if self.linux is not None:
+            self.linux.forget(sandbox.id)
         for key in [k for k in self._port_apps if k[0] == sandbox.id]:
             del self._port_apps[key]
 
@@ -220,7 +260,7 @@ class TensorLakeMock(HttpMock):
         return admin.create_session(self.model, new_session_token(), body).token
 
     def register_command(self, name: str, handler: Handler) -> None:
-        """Add (or replace) a command every sandbox's emulator runs with ``handler``."""
+        """Add (or replace) a command every sandbox's emulator runs with ``handler`` (the emulator only)."""
         self.commands[name] = handler
 
     def register_port_app(self, sandbox: str, port: int, app: ASGIApp) -> None:
@@ -233,8 +273,14 @@ class TensorLakeMock(HttpMock):
         self._port_apps[(found.id, port)] = app
 
     def port_app(self, sandbox_id: str, port: int) -> ASGIApp:
-        """Return the app behind a user port (the echo app unless one was registered)."""
-        return self._port_apps.get((sandbox_id, port), echo_app)
+        """Return the app behind a user port: a registered one, else the sandbox's real port (linux), else echo."""
+        registered = self._port_apps.get((sandbox_id, port))
+        if registered is not None:
+            return registered
+        record = self.model.sandboxes.get(sandbox_id)
+        if self.linux is not None and record is not None:
+            return self.linux.port_app(record, port)
+        return echo_app
 
     def fail_next_create(
         self, reason: str = "ConfigurationError", *, status: int = 422, error_details: Any = None

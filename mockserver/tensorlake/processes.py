@@ -2,9 +2,13 @@
 
 A runtime runs a :class:`~.model.daemon.CommandSpec` for a sandbox and reports what the process writes and how
 it ends into the sandbox's :class:`~.model.daemon.Daemon` (the model keeps the records; the runtime only
-executes). :class:`ProcessRuntime` is the whole interface the routes use; :class:`EmulatorRuntime` runs the
-shared command emulator as asyncio tasks, its ``Sleep`` steps on the mock's virtual clock and a run's
-``timeout`` enforced on that clock. Another runtime (real processes) can be put behind the same interface.
+executes). :class:`ProcessRuntime` is the whole interface the routes use. Two runtimes implement it:
+
+* :class:`EmulatorRuntime` (the default) runs the shared command emulator as asyncio tasks, its ``Sleep``
+  steps on the mock's virtual clock and a run's ``timeout`` enforced on that clock. It has no terminals
+  and no ports: PTY sessions and TCP tunnels answer 501.
+* :class:`~.linux_runtime.LinuxProcessRuntime` (``runtime="linux"``) runs real processes in Linux
+  namespaces (see ``docs/runtime.md``), with PTYs and TCP tunnels into the sandbox.
 """
 
 from __future__ import annotations
@@ -16,42 +20,73 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mockserver.core.clock import VirtualClock
 from mockserver.sandbox.steps import Exit, Output, Sleep
 
-from .model.daemon import CommandSpec, Daemon, ProcessRecord
+from .model.daemon import CommandSpec, Daemon, ProcessRecord, PtySpec
 from .model.records import Sandbox
 
 if TYPE_CHECKING:
     from mockserver.sandbox.commands import CommandEmulator
 
-__all__ = ["EmulatorRuntime", "ProcessRuntime"]
+__all__ = ["EmulatorRuntime", "ProcessRuntime", "RecordedRuntime", "Terminal"]
 
 _Key = tuple[str, int]
 
 
+class Terminal(Protocol):
+    """A process on a PTY, as the PTY WebSocket drives it."""
+
+    def write(self, data: bytes) -> None:
+        """Send keystrokes to the terminal."""
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Set the terminal's size."""
+
+    def kill(self) -> None:
+        """End the process (and its process group)."""
+
+    def output(self) -> AsyncIterator[bytes | int]:
+        """Yield everything the terminal showed since it started, as it comes; the exit code last."""
+
+
 class ProcessRuntime(Protocol):
-    """Start, signal and follow the processes of sandboxes."""
+    """Start, signal and follow the processes of sandboxes; open their terminals and ports."""
+
+    #: Whether PTY sessions and TCP tunnels are served (the emulator has neither).
+    terminals: bool
 
     def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
         """Start ``spec`` in ``sandbox`` in the background; return its (running) record."""
 
     def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
-        """End a running process with ``signal`` (a no-op once it ended)."""
+        """End a running process with ``signal`` (a no-op once it ended); the record may end a moment later."""
+
+    async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
+        """Kill the process (SIGKILL to its group) and wait, briefly, until its record shows the end."""
+
+    async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
+        """Feed ``data`` to a process's stdin pipe."""
+
+    async def close_stdin(self, daemon: Daemon, proc: ProcessRecord) -> None:
+        """Close a process's stdin pipe (it sees end of file)."""
 
     def follow(self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool) -> AsyncIterator[Any]:
         """Yield the process's output events on ``stream`` as they come, and its exit event if ``with_exit``."""
+
+    async def open_terminal(self, sandbox: Sandbox, spec: PtySpec) -> Terminal:
+        """Start ``spec`` on a new PTY in ``sandbox`` (only when :attr:`terminals`)."""
+
+    async def open_port(self, sandbox: Sandbox, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect to ``port`` inside ``sandbox`` (OSError when nothing listens; only when :attr:`terminals`)."""
 
     def close(self, sandbox_id: str) -> None:
         """Kill every process of a sandbox that is gone (safe from any thread)."""
 
 
-class EmulatorRuntime:
-    """Run commands in the command emulator as asyncio tasks on the server's event loop."""
+class RecordedRuntime:
+    """What both runtimes share: finishing records and waking the followers of a process."""
 
-    def __init__(self, clock: VirtualClock, emulator_for: Callable[[Sandbox], CommandEmulator]) -> None:
+    def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
-        self.emulator_for = emulator_for
-        self._tasks: dict[_Key, asyncio.Task[None]] = {}
         self._changed: dict[_Key, asyncio.Event] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._followers = 0
 
     def _event(self, daemon: Daemon, proc: ProcessRecord) -> asyncio.Event:
@@ -59,6 +94,58 @@ class EmulatorRuntime:
 
     def _notify(self, daemon: Daemon, proc: ProcessRecord) -> None:
         self._event(daemon, proc).set()
+
+    def _finish(
+        self,
+        daemon: Daemon,
+        proc: ProcessRecord,
+        *,
+        exit_code: int | None = None,
+        signal: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        if daemon.finish(proc, self.clock.now(), exit_code=exit_code, signal=signal, reason=reason):
+            self._notify(daemon, proc)  # wakes the followers waiting on this event; later ones see the end
+            self._changed.pop((daemon.sandbox_id, proc.pid), None)
+
+    async def follow(
+        self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield the process's output events as they come (and the exit event when asked)."""
+        sent = 0
+        self._followers += 1
+        try:
+            while True:
+                while sent < len(proc.events):
+                    event = proc.events[sent]
+                    sent += 1
+                    if stream in ("output", event["stream"]):
+                        yield event
+                if not proc.running:
+                    if with_exit:
+                        yield proc.exit_event()
+                    return
+                changed = self._event(daemon, proc)
+                changed.clear()  # nothing runs between the last look at the events and the wait
+                await changed.wait()
+        finally:
+            self._followers -= 1
+
+    def followers(self) -> int:
+        """Return how many event streams are following processes now."""
+        return self._followers
+
+
+class EmulatorRuntime(RecordedRuntime):
+    """Run commands in the command emulator as asyncio tasks on the server's event loop."""
+
+    terminals = False
+
+    def __init__(self, clock: VirtualClock, emulator_for: Callable[[Sandbox], CommandEmulator]) -> None:
+        super().__init__(clock)
+        self.emulator_for = emulator_for
+        self._tasks: dict[_Key, asyncio.Task[None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
         """Start ``spec`` as a background task and return its record."""
@@ -98,25 +185,12 @@ class EmulatorRuntime:
         finally:
             self._tasks.pop((daemon.sandbox_id, proc.pid), None)
 
-    def _finish(
-        self,
-        daemon: Daemon,
-        proc: ProcessRecord,
-        *,
-        exit_code: int | None = None,
-        signal: int | None = None,
-        reason: str | None = None,
-    ) -> None:
-        if daemon.finish(proc, self.clock.now(), exit_code=exit_code, signal=signal, reason=reason):
-            self._notify(daemon, proc)  # wakes the followers waiting on this event; later ones see the end
-            self._changed.pop((daemon.sandbox_id, proc.pid), None)
-
     def live(self) -> int:
         """Return how many processes still run (each holds a task until it ends)."""
         return sum(not task.done() for task in self._tasks.values())
 
     def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
-        """End a running process with ``signal`` and stop its task."""
+        """End a running process with ``signal`` and stop its task (the emulator has no signal handlers)."""
         if not proc.running:
             return
         self._finish(daemon, proc, signal=signal, reason="signaled")
@@ -124,32 +198,23 @@ class EmulatorRuntime:
         if task is not None:
             task.cancel()
 
-    async def follow(
-        self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Yield the process's output events as they come (and the exit event when asked)."""
-        sent = 0
-        self._followers += 1
-        try:
-            while True:
-                while sent < len(proc.events):
-                    event = proc.events[sent]
-                    sent += 1
-                    if stream in ("output", event["stream"]):
-                        yield event
-                if not proc.running:
-                    if with_exit:
-                        yield proc.exit_event()
-                    return
-                changed = self._event(daemon, proc)
-                changed.clear()  # nothing runs between the last look at the events and the wait
-                await changed.wait()
-        finally:
-            self._followers -= 1
+    async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
+        """End the process at once."""
+        self.kill(daemon, proc)
 
-    def followers(self) -> int:
-        """Return how many event streams are following processes now."""
-        return self._followers
+    async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
+        """Accept stdin and drop it: an emulated command reads no stdin."""
+
+    async def close_stdin(self, daemon: Daemon, proc: ProcessRecord) -> None:
+        """Nothing to close in the emulator."""
+
+    async def open_terminal(self, sandbox: Sandbox, spec: PtySpec) -> Terminal:
+        """The emulator has no terminals."""
+        raise NotImplementedError("the command emulator has no PTY")
+
+    async def open_port(self, sandbox: Sandbox, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The emulator has no ports."""
+        raise NotImplementedError("the command emulator has no ports")
 
     def close(self, sandbox_id: str) -> None:
         """Cancel every task of a sandbox that is gone; safe from any thread."""

@@ -15,7 +15,14 @@ from mockserver.service import HttpMock
 
 
 class _FakeMock(HttpMock):
-    """A mock with one route, ``POST /echo``, that flags every body field except ``name`` as unknown."""
+    """A mock with one route, ``POST /echo``, that flags every body field except ``name`` as unknown.
+
+    ``runtime`` records what the plugin asked for (``--sandproof-runtime``); the fake runs nothing.
+    """
+
+    def __init__(self, runtime: str = "emulator") -> None:
+        super().__init__()
+        self.runtime = runtime
 
     def reset_state(self) -> None:
         """Forget nothing: the fake has no state."""

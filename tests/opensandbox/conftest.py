@@ -1,4 +1,9 @@
-"""Fixtures for the OpenSandbox mock tests: a fresh mock, a threaded server and SDK connection configs."""
+"""Fixtures for the OpenSandbox mock tests: a fresh mock, a threaded server and SDK connection configs.
+
+The mock runs sandboxes on the command emulator unless a module overrides the ``runtime`` fixture: the SDK
+flow modules parametrise it over ``RUNTIMES`` (the linux run skips with the requirements message where the
+machine cannot run it); a linux mock is closed (its sandboxes destroyed) after the test.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ API_KEY = "test-key"
 #: The SDK's default retry policy with millisecond backoff, so retried faults stay fast.
 FAST_RETRY = RetryPolicy(initial_backoff=timedelta(milliseconds=5), max_backoff=timedelta(milliseconds=20))
 MODES = ["socket-direct", "socket-proxy", "inproc-direct", "inproc-proxy"]
+#: The runtimes an SDK flow module runs on (see the module docstring).
+RUNTIMES = ["emulator", pytest.param("linux", marks=pytest.mark.runtime("linux"))]
 
 os.environ.setdefault("OPENSANDBOX_DISABLE_METRICS", "1")
 
@@ -35,9 +42,17 @@ def run(coro: Awaitable[T]) -> T:
 
 
 @pytest.fixture
-def mock() -> OpenSandboxMock:
+def runtime() -> str:
+    """Return the runtime the test's mock runs sandboxes on (modules parametrise this over ``RUNTIMES``)."""
+    return "emulator"
+
+
+@pytest.fixture
+def mock(runtime: str) -> Iterator[OpenSandboxMock]:
     """Return a fresh Docker-profile mock with auth on and an auto-advancing clock."""
-    return OpenSandboxMock(seed=7, api_key=API_KEY)
+    made = OpenSandboxMock(seed=7, api_key=API_KEY, runtime="linux" if runtime == "linux" else "emulator")
+    yield made
+    made.close()
 
 
 @pytest.fixture

@@ -1,4 +1,8 @@
-"""NeMo Gym 0.7.0's real ``OpenSandboxProvider`` (httpx backend) against the mock over a socket."""
+"""NeMo Gym 0.7.0's real ``OpenSandboxProvider`` (httpx backend) against the mock over a socket.
+
+Every flow runs on the command emulator and on the linux runtime; ``create_pty`` and ``attach_pty`` need
+real terminals, so they run on the linux runtime, both direct and through the server proxy.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from opensandbox.exceptions import SandboxApiException
 from mockserver.asgi.server import MockServer
 from mockserver.opensandbox import OpenSandboxMock
 
-from .conftest import API_KEY, run
+from .conftest import API_KEY, RUNTIMES, run
 
 RUN_ID, USER = "run-1", "u"
 CREATE = {"image": {"uri": "python:3.11"}, "entrypoint": ["sleep"], "resourceLimits": {"cpu": "1"}, "timeout": 600}
@@ -35,13 +39,19 @@ def gym() -> ModuleType:
         )
 
 
+@pytest.fixture(params=RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> str:
+    """Run every provider flow on the emulator and on the linux runtime."""
+    return str(request.param)
+
+
 @pytest.fixture
 def srv(mock: OpenSandboxMock) -> Iterator[MockServer]:
     with mock.server() as server:
         yield server
 
 
-def provider(gym: ModuleType, url: str, **overrides: dict[str, Any]) -> Any:
+def provider(gym: ModuleType, url: str, **overrides: Any) -> Any:
     """Build the provider the way the NeMo Gym notes recommend for tests (fast retries, fixed attribution)."""
     blocks: dict[str, dict[str, Any]] = {
         "connection": {
@@ -238,8 +248,53 @@ def test_create_timeout_orphan_is_reaped_by_cleanup_script(
     assert mock.sandbox_ids() == []
 
 
-def test_pty_attach_to_a_missing_session_fails_at_once(gym: ModuleType, srv: MockServer) -> None:
-    """NG-F13: ``GET /pty/{sid}`` answers 404 ``CONTEXT_NOT_FOUND``, so ``attach_pty`` raises without a WebSocket."""
+@pytest.mark.runtime("linux")
+@pytest.mark.parametrize("runtime", ["linux"], indirect=False)
+@pytest.mark.parametrize("use_proxy", [False, True], ids=["direct", "proxy"])
+def test_create_pty_and_attach_pty_drive_a_real_shell(
+    gym: ModuleType, mock: OpenSandboxMock, srv: MockServer, use_proxy: bool
+) -> None:
+    from nemo_gym.sandbox.providers.base import SandboxPtyError, SandboxPtySpec
+
+    async def read_until(session: Any, needle: bytes) -> bytes:
+        seen = b""
+        while needle not in seen:
+            seen += await session.read(timeout_s=10)
+        return seen
+
+    async def scenario() -> None:
+        p = provider(gym, srv.url, connection={"use_server_proxy": use_proxy})
+        handle = await p.create(spec())
+        pty = await p.create_pty(handle, SandboxPtySpec(cwd="/tmp", rows=40, cols=120))
+        assert pty.mode == "pty"
+        await pty.write(b"echo typed-$((6*7)) in $(pwd); stty size\n")
+        shown = await read_until(pty, b"40 120")  # one buffer: both may come in one chunk
+        assert b"typed-42 in /tmp" in shown
+        await pty.detach()
+        again = await p.attach_pty(handle, pty.session_id, since=0)
+        await again.write(b"exit 3\n")
+        assert await again.wait_exit(timeout_s=10) == 3
+        with pytest.raises(SandboxPtyError, match="not found"):
+            await p.attach_pty(handle, "no-such-session")
+        pipe = await p.create_pty(
+            handle, SandboxPtySpec(command="echo out; echo err >&2; read x; echo got $x", pty=False)
+        )
+        assert pipe.mode == "pipe"
+        await pipe.write(b"hello\n")
+        assert await read_until(pipe, b"got hello")
+        assert await pipe.read_stderr(timeout_s=10) == b"err\n"
+        assert await pipe.wait_exit(timeout_s=10) == 0
+        await p.close(handle)
+        await p.aclose()
+
+    run(scenario())
+
+
+def test_pty_attach_to_a_missing_session_fails_at_once(gym: ModuleType, mock: OpenSandboxMock, srv: MockServer) -> None:
+    """NG-F13: ``GET /pty/{sid}`` answers 404 ``CONTEXT_NOT_FOUND``, so ``attach_pty`` raises without a WebSocket.
+
+    The emulator has no PTY: creating one answers 501 (the linux runtime's PTYs are tested above).
+    """
     from nemo_gym.sandbox.providers.base import SandboxPtyError, SandboxPtySpec
 
     async def scenario() -> None:
@@ -248,8 +303,9 @@ def test_pty_attach_to_a_missing_session_fails_at_once(gym: ModuleType, srv: Moc
         try:
             with pytest.raises(SandboxPtyError, match="PTY session nope not found"):
                 await p.attach_pty(handle, "nope")
-            with pytest.raises(SandboxPtyError, match="501"):
-                await p.create_pty(handle, SandboxPtySpec(command="bash"))
+            if mock.linux is None:
+                with pytest.raises(SandboxPtyError, match="501"):
+                    await p.create_pty(handle, SandboxPtySpec(command="bash"))
         finally:
             await p.close(handle)
             await p.aclose()

@@ -1,9 +1,10 @@
-"""The real ``opensandbox`` 1.1.1 SDK against the mock: socket and in-process, direct and server-proxy."""
+"""The real ``opensandbox`` 1.1.1 SDK against the mock: socket and in-process, direct and server-proxy, on the
+command emulator and on the linux runtime (real processes)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
@@ -15,13 +16,23 @@ from opensandbox.models.sandboxes import NetworkPolicy, NetworkRule, SandboxFilt
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
 
-from .conftest import API_KEY, run
+from .conftest import API_KEY, RUNTIMES, run
+
+
+@pytest.fixture(params=RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> str:
+    """Run every flow on the emulator and on the linux runtime."""
+    return str(request.param)
 
 
 @pytest.fixture
-def mock() -> OpenSandboxMock:
-    """Use a manual clock: background commands stay running until the test moves time."""
-    return OpenSandboxMock(seed=11, api_key=API_KEY, clock=VirtualClock("manual"))
+def mock(runtime: str) -> Iterator[OpenSandboxMock]:
+    """Use a manual clock: background commands stay running until the test moves time (or interrupts them)."""
+    made = OpenSandboxMock(
+        seed=11, api_key=API_KEY, clock=VirtualClock("manual"), runtime="linux" if runtime == "linux" else "emulator"
+    )
+    yield made
+    made.close()
 
 
 async def _wait(predicate: Callable[[], object], timeout: float = 5.0) -> None:
@@ -134,7 +145,7 @@ def test_sessions_metrics_and_file_operations(mock: OpenSandboxMock) -> None:
         sb = await Sandbox.create("python:3.11", connection_config=cfg, resource={"cpu": "2", "memory": "1Gi"})
         session = await sb.commands.create_session(working_directory="/tmp")
         ran = await sb.commands.run_in_session(session, "pwd")
-        assert ran.logs.stdout[0].text == "/tmp\n"
+        assert ran.logs.stdout[0].text.rstrip("\n") == "/tmp"  # real execd sends a session's lines bare
         await sb.commands.delete_session(session)
         metrics = await sb.get_metrics()
         assert metrics.cpu_count == 2 and metrics.memory_total_in_mib == 1024
@@ -211,7 +222,7 @@ def _perm(path: str, mode: int) -> object:
 
 
 @pytest.mark.parametrize("api_key", ["pinned", "any"])
-def test_multi_tenant_sdk_flow_in_every_mode(api_key: str) -> None:
+def test_multi_tenant_sdk_flow_in_every_mode(api_key: str, runtime: str) -> None:
     """With tenants isolated (two pinned keys, or any key), the SDK still reaches its own sandbox's ports.
 
     In direct mode the SDK sends no API key to execd: the endpoint's secure-access header carries it in.
@@ -220,7 +231,8 @@ def test_multi_tenant_sdk_flow_in_every_mode(api_key: str) -> None:
 
     from .conftest import sdk_config
 
-    mock = OpenSandboxMock(seed=12, api_key={"key-a": "a", "key-b": "b"} if api_key == "pinned" else ANY_KEY)
+    keys = {"key-a": "a", "key-b": "b"} if api_key == "pinned" else ANY_KEY
+    mock = OpenSandboxMock(seed=12, api_key=keys, runtime="linux" if runtime == "linux" else "emulator")
     with mock.server() as server:
         for mode in ("socket-direct", "socket-proxy"):
             mine = sdk_config(mock, mode, server.url, api_key="key-a")
@@ -236,3 +248,4 @@ def test_multi_tenant_sdk_flow_in_every_mode(api_key: str) -> None:
                 await sb.close()
 
             run(flow())
+    mock.close()

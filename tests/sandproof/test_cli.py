@@ -157,3 +157,38 @@ def test_help_lists_record_and_replay(capsys: pytest.CaptureFixture[str]) -> Non
         main(["--help"])
     out = capsys.readouterr().out
     assert "record" in out and "replay" in out
+
+
+def test_runtime_linux_where_it_cannot_run_exits_at_once_with_the_one_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mockserver.linux import requirements
+
+    missing = requirements.Requirements(("bubblewrap (bwrap)", "nftables (nft / libnftables)"))
+    monkeypatch.setattr(requirements, "check_requirements", lambda: missing)
+    assert main(["serve", "--runtime", "linux", "--tensorlake-port", "0", "--opensandbox-port", "0"]) == 2
+    error = capsys.readouterr().err
+    assert error.strip() == f"sandproof serve: {missing.message()}"
+    assert "bubblewrap" in error and "apt-get install" in error
+    assert main(["check", "--runtime", "linux"]) == 2
+    assert capsys.readouterr().err.strip() == f"sandproof check: {missing.message()}"
+
+
+@pytest.mark.runtime("linux")
+def test_serve_on_the_linux_runtime_runs_real_programs() -> None:
+    mocks = build_mocks(seed=1, clock_mode="wall", runtime="linux")
+    try:
+        tensorlake = mocks["tensorlake"]
+        with tensorlake.server() as server:
+            http = httpx.Client(base_url=server.url, headers={"authorization": "Bearer k"}, timeout=10)
+            ident = http.post("/sandboxes", json={}).json()["sandbox_id"]
+            run = http.post(
+                "/api/v1/processes/run",
+                json={"command": "python3", "args": ["-c", "print(6*7)"]},
+                headers={"host": f"{ident}.sandbox.localhost"},
+            )
+            assert '"line": "42"' in run.text
+            http.close()
+    finally:
+        for mock in mocks.values():
+            mock.close()

@@ -1,5 +1,9 @@
 """Fixtures for the TensorLake mock tests: one mock server for the session, the SDK pointed at it, a tripwire.
 
+Tests run on the command emulator unless their module overrides the ``runtime`` fixture: the SDK flow
+modules parametrise it (``RUNTIMES``), and the ``linux`` run uses a second session mock built with
+``runtime="linux"`` (made on first use; skipped with the requirements message where the machine cannot run it).
+
 The SDK reads ``TENSORLAKE_API_URL`` and ``TENSORLAKE_API_KEY`` once, at import, so they are set here,
 before ``tensorlake`` is imported (and put back afterwards; each test sets them again). Every SDK call in
 these tests also passes ``api_url``/``api_key`` explicitly, in case another module imported the SDK first. With some settings the SDK silently talks to the real cloud
@@ -53,6 +57,21 @@ class _TripwireHandler(socketserver.StreamRequestHandler):
 
 _MOCK = TensorLakeMock(seed=7)
 _SERVER = MockServer(_MOCK.app, timeout_keep_alive=30).start()
+_LINUX: dict[str, tuple[TensorLakeMock, MockServer]] = {}
+#: The runtimes an SDK flow module runs on: ``runtime = pytest.fixture(params=RUNTIMES)(lambda request: ...)``.
+RUNTIMES = ["emulator", pytest.param("linux", marks=pytest.mark.runtime("linux"))]
+
+
+def _served(runtime: str) -> tuple[TensorLakeMock, MockServer]:
+    """Return the session mock and server of ``runtime`` (the linux one made on first use)."""
+    if runtime == "emulator":
+        return _MOCK, _SERVER
+    if "linux" not in _LINUX:
+        linux = TensorLakeMock(seed=7, runtime="linux")
+        _LINUX["linux"] = (linux, MockServer(linux.app, timeout_keep_alive=30).start())
+    return _LINUX["linux"]
+
+
 _TRIPWIRE = _Tripwire()
 threading.Thread(target=_TRIPWIRE.serve_forever, name="tensorlake-tripwire", daemon=True).start()
 TRIPWIRE_URL = f"http://127.0.0.1:{_TRIPWIRE.server_address[1]}"
@@ -77,8 +96,11 @@ def _is_loopback_url(url: str) -> bool:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop the session's mock server and tripwire."""
+    """Stop the session's mock servers (and the linux mock's sandboxes) and the tripwire."""
     _SERVER.stop()
+    for linux, server in _LINUX.values():
+        server.stop()
+        linux.close()
     _TRIPWIRE.shutdown()
     _TRIPWIRE.server_close()
 
@@ -100,19 +122,29 @@ def _never_the_cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def mock() -> Iterator[TensorLakeMock]:
-    """Return the session's mock, reset to a fresh state with an auto clock."""
-    _MOCK.reset()
-    _MOCK.clock.set_mode("auto")
-    _MOCK.seed(7)
-    yield _MOCK
-    _MOCK.reset()
+def runtime() -> str:
+    """Return the runtime the test's mock runs sandboxes on (modules parametrise this over ``RUNTIMES``)."""
+    return "emulator"
 
 
 @pytest.fixture
-def server_url(mock: TensorLakeMock) -> str:
-    """Return the mock server's base URL."""
-    return _SERVER.url
+def mock(runtime: str) -> Iterator[TensorLakeMock]:
+    """Return the session's mock of ``runtime``, reset to a fresh state with an auto clock."""
+    chosen = _served(runtime)[0]
+    chosen.reset()
+    chosen.clock.set_mode("auto")
+    chosen.seed(7)
+    yield chosen
+    chosen.reset()
+
+
+@pytest.fixture
+def server_url(mock: TensorLakeMock, runtime: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Return the mock server's base URL (and point the SDK's environment at it)."""
+    url = _served(runtime)[1].url
+    for key, value in sdk_env(url, API_KEY).items():
+        monkeypatch.setenv(key, value)
+    return url
 
 
 @pytest.fixture
@@ -128,28 +160,39 @@ def client(tl: dict[str, Any]) -> Any:
 
 
 @pytest.fixture(scope="session")
-def _clients() -> Iterator[tuple[httpx.Client, httpx.Client]]:
-    """Return two httpx clients for the whole session (building one costs a TLS context)."""
-    auth = {"authorization": f"Bearer {API_KEY}"}
-    with (
-        httpx.Client(base_url=_SERVER.url, headers=auth, timeout=10, trust_env=False) as keyed,
-        httpx.Client(base_url=_SERVER.url, timeout=10, trust_env=False) as bare,
-    ):
-        yield keyed, bare
+def _clients() -> Iterator[dict[str, tuple[httpx.Client, httpx.Client]]]:
+    """Return two httpx clients per server for the whole session (building one costs a TLS context)."""
+    made: dict[str, tuple[httpx.Client, httpx.Client]] = {}
+    yield made
+    for keyed, bare in made.values():
+        keyed.close()
+        bare.close()
+
+
+def _clients_for(url: str, made: dict[str, tuple[httpx.Client, httpx.Client]]) -> tuple[httpx.Client, httpx.Client]:
+    if url not in made:
+        auth = {"authorization": f"Bearer {API_KEY}"}
+        made[url] = (
+            httpx.Client(base_url=url, headers=auth, timeout=10, trust_env=False),
+            httpx.Client(base_url=url, timeout=10, trust_env=False),
+        )
+    return made[url]
 
 
 @pytest.fixture
-def http(mock: TensorLakeMock, _clients: tuple[httpx.Client, httpx.Client]) -> httpx.Client:
+def http(server_url: str, _clients: dict[str, tuple[httpx.Client, httpx.Client]]) -> httpx.Client:
     """Return a plain httpx client for the mock, authenticated with the test key."""
-    _clients[0].cookies.clear()
-    return _clients[0]
+    keyed = _clients_for(server_url, _clients)[0]
+    keyed.cookies.clear()
+    return keyed
 
 
 @pytest.fixture
-def anon(mock: TensorLakeMock, _clients: tuple[httpx.Client, httpx.Client]) -> httpx.Client:
+def anon(server_url: str, _clients: dict[str, tuple[httpx.Client, httpx.Client]]) -> httpx.Client:
     """Return a plain httpx client for the mock without credentials."""
-    _clients[1].cookies.clear()
-    return _clients[1]
+    bare = _clients_for(server_url, _clients)[1]
+    bare.cookies.clear()
+    return bare
 
 
 def port_of(url: str) -> int:

@@ -1,7 +1,8 @@
 """Egress seen from inside a sandbox: ``getent`` and ``curl`` probes run through the SDK's ``run``.
 
 The expectations are the networking seed's four-row ``allow_internet_access`` x ``allow_out`` table,
-wildcard and deny precedence rules, and live policy updates.
+wildcard and deny precedence rules, and live policy updates. Every case runs on both runtimes: the
+emulator's probes, and real ``getent`` and ``curl`` in Linux namespaces with the policy compiled to nftables.
 """
 
 from __future__ import annotations
@@ -13,9 +14,17 @@ from tensorlake.sandbox import NetworkConfig, RemoteAPIError, Sandbox
 
 from mockserver.tensorlake import TensorLakeMock
 
+from .conftest import RUNTIMES
+
 OK, NO_DNS, REFUSED = 0, 6, 7
 ALLOWED_HOST, ALLOWED_IP = "api.example.com", "203.0.113.10"
 OTHER_HOST, OTHER_IP = "other.example.org", "198.51.100.7"
+
+
+@pytest.fixture(params=RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> str:
+    """Probe egress on the emulator and on the linux runtime."""
+    return str(request.param)
 
 
 def getent(sandbox: Sandbox, name: str) -> int:
@@ -66,10 +75,12 @@ def test_four_row_table(tl: dict[str, Any], internet: bool, allow_out: list[str]
     assert observed == expected
 
 
-def test_dns_works_without_internet_when_the_resolver_is_listed(tl: dict[str, Any]) -> None:
-    resolver = "10.0.0.2"
+def test_dns_works_without_internet_when_the_resolver_is_listed(tl: dict[str, Any], runtime: str) -> None:
+    from mockserver.linux.addresses import RESOLVER
+
+    resolver = "10.0.0.2" if runtime == "emulator" else RESOLVER
     sandbox = Sandbox.create(**tl, allow_internet_access=False, allow_out=[ALLOWED_HOST, resolver])
-    assert sandbox.run("cat", ["/etc/resolv.conf"]).stdout == f"nameserver {resolver}"
+    assert sandbox.run("cat", ["/etc/resolv.conf"]).stdout.splitlines()[0] == f"nameserver {resolver}"
     assert getent(sandbox, ALLOWED_HOST) == OK
     assert (curl(sandbox, ALLOWED_HOST), curl(sandbox, OTHER_HOST)) == (OK, REFUSED)
 

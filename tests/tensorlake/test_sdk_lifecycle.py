@@ -1,4 +1,8 @@
-"""Drive the mock with the real ``tensorlake`` SDK and check every result again through plain HTTP."""
+"""Drive the mock with the real ``tensorlake`` SDK and check every result again through plain HTTP.
+
+Every flow runs on both runtimes (the emulator and real processes in Linux namespaces), except where it
+measures the emulator's virtual time.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +22,21 @@ from tensorlake.sandbox import (
 
 from mockserver.tensorlake import TensorLakeMock
 
-from .conftest import journal
+from .conftest import RUNTIMES, journal
 
 ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+@pytest.fixture(params=RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> str:
+    """Run each flow on the emulator and on the linux runtime."""
+    return str(request.param)
+
+
+def emulated_time_only(runtime: str) -> None:
+    """Skip a check of the emulator's virtual time under the linux runtime (its sleeps take real time)."""
+    if runtime != "emulator":
+        pytest.skip("checks the emulator's virtual clock: real processes sleep in real time")
 
 
 def get(http: httpx.Client, ident: str) -> dict[str, Any]:
@@ -215,7 +231,8 @@ def test_run_a_command_and_files(tl: dict[str, Any]) -> None:
     assert [entry.body for entry in logs][:2] == ["hello world", "out"]
 
 
-def test_run_timeout_is_enforced_on_the_virtual_clock(mock: TensorLakeMock, tl: dict[str, Any]) -> None:
+def test_run_timeout_is_enforced_on_the_virtual_clock(mock: TensorLakeMock, tl: dict[str, Any], runtime: str) -> None:
+    emulated_time_only(runtime)
     sandbox = Sandbox.create(**tl)
     start = mock.clock.now()
     result = sandbox.run("sh", ["-c", "echo started; sleep 600; echo never"], timeout=30)
@@ -276,7 +293,8 @@ def test_localhost_api_url_uses_the_namespaced_tree(
     assert journal(mock, 1, method="POST", path="//v1/namespaces/default/sandboxes")
 
 
-def test_background_processes(mock: TensorLakeMock, tl: dict[str, Any]) -> None:
+def test_background_processes(mock: TensorLakeMock, tl: dict[str, Any], runtime: str) -> None:
+    emulated_time_only(runtime)
     sandbox = Sandbox.create(**tl)
     mock.clock.set_mode("manual")
     sleeper = sandbox.start_process("sh", ["-c", "echo waking; sleep 100; echo awake"], name="sleeper").value

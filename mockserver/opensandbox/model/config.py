@@ -39,9 +39,8 @@ class ServerConfig:
     ``execd_token`` / ``egress_token`` make the endpoints carry and the ports require access headers;
     ``enforcement`` is the egress sidecar's ``dns`` (names only) or ``dns+nft`` (also raw IPs);
     ``snapshot_seconds`` is how long a snapshot stays ``Creating``; ``default_host`` is the host endpoint
-    URLs name when a request carries no ``Host``; ``allowed_host_paths`` is the server's
-    ``storage.allowed_host_paths``, the prefixes host volumes may mount (empty, as on the real server by
-    default: every host volume is refused).
+    URLs name when a request carries no ``Host``; ``user_ports`` says whether ports other than execd's and
+    the sidecar's reach services of the sandbox's own (a runtime with real processes serves them).
     """
 
     access: KeyTable = field(default_factory=KeyTable)
@@ -50,6 +49,7 @@ class ServerConfig:
     enforcement: str = "dns"
     snapshot_seconds: float = 0.0
     default_host: str = DEFAULT_HOST
+    user_ports: bool = False
     allowed_host_paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "frame",
     "interrupt",
     "invalid",
+    "memory_limit_bytes",
     "metrics",
     "missing_query",
     "new_command",
@@ -55,6 +56,7 @@ __all__ = [
     "prepare_session_run",
     "pty_session",
     "resolve_cwd",
+    "usage_metrics",
     "validate_working_dir",
 ]
 
@@ -346,3 +348,25 @@ def _mib(value: str) -> float:
         return round(float(value) / 2**20, 1)
     except ValueError:
         return 2048.0
+
+
+def memory_limit_bytes(sb: SandboxRecord) -> int | None:
+    """Return the sandbox's ``resourceLimits.memory`` in bytes (None when it names none)."""
+    raw = sb.spec.resource_limits.get("memory")
+    return None if not raw else int(_mib(str(raw)) * 2**20)
+
+
+def usage_metrics(sb: SandboxRecord, cpu_percent: float, memory_bytes: int, now_ms: int) -> dict[str, Any]:
+    """Return ``/metrics`` for real processes: CPU count and memory total from the limits, use as measured.
+
+    ``cpu_percent`` is the share of the sandbox's CPUs its processes used since the previous sample.
+    """
+    limits = sb.spec.resource_limits
+    total = _mib(limits.get("memory", "2Gi"))
+    return {
+        "cpu_count": _cpus(limits.get("cpu", "1")),
+        "cpu_used_pct": round(max(0.0, min(100.0, cpu_percent)), 1),
+        "mem_total_mib": total,
+        "mem_used_mib": round(min(total, memory_bytes / 2**20), 1),
+        "timestamp": now_ms,
+    }

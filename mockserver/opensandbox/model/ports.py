@@ -6,9 +6,10 @@ whether the request reaches the port's service (it returns the sandbox) or what 
 
 Known deviations: a direct request to a sandbox that is not running answers 502 ``Bad Gateway``
 (text) at once, where a real paused container would hang and a deleted one refuse the connection;
-ports other than 44772 and 18080 have no service (502). A method the server proxy does not forward (HEAD,
-OPTIONS) gets 405 with ``Allow: DELETE, GET, PATCH, POST, PUT``; the real server lists the same methods in
-the order of a Python set, which changes from one server process to the next.
+ports other than 44772 and 18080 have no service (502) unless the runtime runs real processes
+(``ServerConfig.user_ports``), where they reach whatever listens there in the sandbox. A method the server
+proxy does not forward (HEAD, OPTIONS) gets 405 with ``Allow: DELETE, GET, PATCH, POST, PUT``; the real server
+lists the same methods in the order of a Python set, which changes from one server process to the next.
 """
 
 from __future__ import annotations
@@ -67,9 +68,12 @@ def require_pod_ip(sb: SandboxRecord) -> None:
         )
 
 
-def serves(sb: SandboxRecord, port: int) -> bool:
-    """Tell whether something listens on ``port`` in the sandbox: execd always, the sidecar when it has one."""
-    return port == EXECD_PORT or (port == EGRESS_PORT and sb.has_sidecar)
+def serves(sb: SandboxRecord, port: int, user_ports: bool = False) -> bool:
+    """Tell whether ``port`` in the sandbox has a service: execd always, the sidecar when it has one, and
+    any other port when ``user_ports`` (the runtime runs the sandbox's own services; see ``ServerConfig``)."""
+    if port == EGRESS_PORT:
+        return sb.has_sidecar
+    return port == EXECD_PORT or user_ports
 
 
 def _direct_tenant(state: OpenSandboxState, table: KeyTable, call: PortCall) -> str | None:
@@ -107,7 +111,7 @@ def admit_port(state: OpenSandboxState, config: ServerConfig, call: PortCall) ->
         raise bad_gateway()
     if call.via_proxy:
         require_pod_ip(sb)
-    if sb.state != "Running" or not serves(sb, call.port):
+    if sb.state != "Running" or not serves(sb, call.port, config.user_ports):
         raise unreachable(call.port, call.via_proxy)
     if call.port == EXECD_PORT:
         check_execd_token(config.execd_token, call.execd_token)

@@ -5,15 +5,16 @@ and either render its refusal (an HTTP answer, or a close before the WebSocket h
 4000 + the HTTP status) or hand the request to the port's service, whose router answers a WebSocket it does
 not serve with close code 4404.
 
-Known deviations: no sandbox-port service takes a WebSocket (execd's PTY is not emulated), so every
-WebSocket to a sandbox port is closed before the handshake is accepted: 4404 when the gate admits it,
-else 4000 + the HTTP status the gate would answer (4401 without a valid key, 4404 / 4502 for a sandbox
-that is not there or not the caller's); a server on a socket then refuses the handshake with 403.
+Known deviations: with the emulator no sandbox-port service takes a WebSocket (execd's PTY needs the linux
+runtime), so every WebSocket to a sandbox port is closed before the handshake is accepted: 4404 when the
+gate admits it, else 4000 + the HTTP status the gate would answer (4401 without a valid key, 4404 / 4502
+for a sandbox that is not there or not the caller's); a server on a socket then refuses the handshake with
+403. With the linux runtime, execd's ``/pty/{id}/ws`` and the sandbox's own ports take WebSockets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from starlette.exceptions import HTTPException
@@ -28,6 +29,7 @@ from ..model.auth import API_KEY_HEADER, SECURE_ACCESS_HEADER
 from ..model.config import ServerConfig
 from ..model.execd import EXECD_TOKEN_HEADER
 from ..model.ports import PROXY_METHODS, PortCall, admit_port
+from ..model.records import SandboxRecord
 from ..model.state import OpenSandboxState
 from .render import SANDBOX_KEY, TENANT_KEY, VIA_PROXY_KEY, close_code, error_response
 
@@ -51,11 +53,13 @@ def service_router(routes: Sequence[BaseRoute]) -> Router:
 
 @dataclass(frozen=True)
 class PortContext:
-    """What the dispatcher uses: the state, the server settings, and each served port's router."""
+    """What the dispatcher uses: the state, the server settings, each served port's router, and the app of
+    any other port (``user_port``, when the runtime serves the sandbox's own ports)."""
 
     state: OpenSandboxState
     config: ServerConfig
     services: Mapping[int, ASGIApp]
+    user_port: Callable[[SandboxRecord, int], ASGIApp] | None = None
 
 
 def _header(scope: Scope, name: str) -> str | None:
@@ -101,4 +105,10 @@ class PortDispatcher:
                 await error_response(exc)(scope, receive, send)
             return
         state[SANDBOX_KEY] = sb
-        await self.ctx.services[port](scope, receive, send)
+        service = self.ctx.services.get(port)
+        if service is None and self.ctx.user_port is not None:
+            service = self.ctx.user_port(sb, port)
+        if service is None:
+            await _not_served(scope, receive, send)
+            return
+        await service(scope, receive, send)

@@ -19,7 +19,7 @@ from mockserver.core.errors import ApiError
 
 from .records import ms
 
-__all__ = ["LOG_LIMIT", "STREAMS", "VERSION", "CommandSpec", "Daemon", "ProcessRecord"]
+__all__ = ["LOG_LIMIT", "STREAMS", "VERSION", "CommandSpec", "Daemon", "ProcessRecord", "PtySession", "PtySpec"]
 
 STREAMS = ("stdout", "stderr")
 LOG_LIMIT = 10_000
@@ -38,6 +38,28 @@ class CommandSpec:
     name: str | None = None
     stdin_pipe: bool = False
     timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class PtySpec:
+    """A validated PTY session to start: the program, its environment and directory, the terminal's size."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    working_dir: str | None = None
+    rows: int = 24
+    cols: int = 80
+
+
+@dataclass
+class PtySession:
+    """One PTY session: its id, the token its WebSocket must present, and what it runs."""
+
+    session_id: str
+    token: str
+    spec: PtySpec
+    created_at: float
 
 
 @dataclass
@@ -99,6 +121,8 @@ class ProcessRecord:
 
     def exit_event(self) -> dict[str, Any]:
         """Return the exit event of a finished process."""
+        if self.status == "oom_killed":
+            return {"signal": self.signal or 9, "oom_killed": True, "reason": "oom_killed"}
         if self.signal is not None:
             return {"signal": self.signal, "reason": self.reason or "signaled"}
         return {"exit_code": self.exit_code, "reason": self.reason or "exited"}
@@ -115,6 +139,7 @@ class Daemon:
         self.processes: dict[int, ProcessRecord] = {}
         self.next_pid = FIRST_PID
         self.logs: list[dict[str, Any]] = []
+        self.ptys: dict[str, PtySession] = {}
 
     def find(self, ref: str) -> ProcessRecord:
         """Return the process with this pid or (URL-encoded) name; 404 if there is none."""
@@ -159,7 +184,10 @@ class Daemon:
         signal: int | None = None,
         reason: str | None = None,
     ) -> bool:
-        """Mark ``proc`` ended (flushing partial lines); False (and nothing changes) if it already had."""
+        """Mark ``proc`` ended (flushing partial lines); False (and nothing changes) if it already had.
+
+        ``reason="oom_killed"`` (the kernel's OOM killer ended it) gives the status ``oom_killed``.
+        """
         if not proc.running:
             return False
         for stream in STREAMS:
@@ -167,7 +195,10 @@ class Daemon:
                 self._line(proc, stream, proc.partial[stream], now)
                 proc.partial[stream] = b""
         proc.exit_code, proc.signal, proc.reason = exit_code, signal, reason
-        proc.status = "signaled" if signal is not None else "exited"
+        if reason == "oom_killed":
+            proc.status = "oom_killed"
+        else:
+            proc.status = "signaled" if signal is not None else "exited"
         proc.ended_at = now
         proc.stdin_writable = False
         return True

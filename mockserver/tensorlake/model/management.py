@@ -9,11 +9,17 @@ body is ``{"code", "message", "error"}`` (``error`` mirrors ``message``), which 
 ``{"line","timestamp","stream"}`` event per output line, and an exit event ``{"exit_code", "reason":
 "exited"}`` or ``{"signal": 9, "reason": "timed_out"|"signaled"}``.
 
-Known deviations from the real daemon: PTY sessions and TCP tunnels answer 501 ``not_supported``; stdin written
-to a process is accepted but not fed to it; ``user``, restart policies and health checks are recorded, not
-enforced; every command runs as the emulator's default user; a run's ``timeout`` is at most one day. The process
-of ``POST /processes/run`` is killed (signal 9) when the client of its event stream goes away (the real daemon's
-behaviour is not known); a follower that goes away stops following and the process runs on.
+PTY sessions (``POST /api/v1/pty`` -> ``{"session_id", "token"}``, then a WebSocket on
+``/api/v1/pty/{id}/ws`` presenting the token in ``X-PTY-Token`` or ``?token=``) and TCP tunnels (a WebSocket
+on ``/api/v1/tunnels/tcp?port=N`` per connection, raw bytes in binary messages) are served by a runtime that
+has terminals (``runtime="linux"``); the emulator answers them 501 ``not_supported``.
+
+Known deviations from the real daemon: with the emulator, stdin written to a process is accepted but not fed
+to it; ``user``, restart policies and health checks are recorded, not enforced; every command runs as the
+sandbox's root; a run's ``timeout`` is at most one day; a PTY session's refusals (404
+``pty_session_not_found``, 401 ``invalid_pty_token``, 400 ``invalid_port``) are this mock's own codes. The
+process of ``POST /processes/run`` is killed (signal 9) when the client of its event stream goes away (the real
+daemon's behaviour is not known); a follower that goes away stops following and the process runs on.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any
 from mockserver.core.errors import ApiError
 from mockserver.sandbox.filesystem import FileSystem, FsError, normpath
 
-from .daemon import CommandSpec, Daemon, ProcessRecord
+from .daemon import CommandSpec, Daemon, ProcessRecord, PtySession, PtySpec
 from .records import ms
 
 __all__ = [
@@ -42,14 +48,19 @@ __all__ = [
     "file_path",
     "fs_error",
     "list_directory",
+    "open_pty",
     "output_body",
     "processes_body",
+    "pty_session",
+    "pty_spec",
+    "pty_start_failed",
     "read_file",
     "signal_body",
     "signal_number",
     "start_spec",
     "stdin_target",
     "stream_name",
+    "tunnel_port",
     "unsupported",
     "write_file",
 ]
@@ -61,7 +72,14 @@ FILE_LIMIT = 64 * 1024 * 1024
 MAX_RUN_TIMEOUT = 86_400
 OUTPUT_STREAMS = ("stdout", "stderr", "output")
 HEALTH: dict[str, Any] = {"healthy": True}
-_FS_STATUS = {"not_found": 404, "is_a_directory": 400, "not_a_directory": 400, "invalid_path": 400}
+_FS_STATUS = {
+    "not_found": 404,
+    "is_a_directory": 400,
+    "not_a_directory": 400,
+    "invalid_path": 400,
+    "permission_denied": 403,
+    "read_only": 403,
+}
 
 RUN_KEYS = frozenset({"command", "args", "env", "working_dir", "timeout", "user"})
 START_KEYS = RUN_KEYS - {"timeout"} | {
@@ -225,6 +243,64 @@ def list_directory(fs: FileSystem, raw_path: str | None) -> dict[str, Any]:
         "path": path,
         "entries": [{"name": e.name, "is_dir": e.is_dir, "size": e.size, "modified_at": ms(e.mtime)} for e in entries],
     }
+
+
+# --- PTY sessions and tunnels ------------------------------------------------------------------------------
+
+PTY_KEYS = frozenset({"command", "args", "env", "working_dir", "rows", "cols"})
+MAX_TERMINAL = 1000
+
+
+def _size(body: dict[str, Any], key: str, default: int) -> int:
+    value = body.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TERMINAL:
+        raise ApiError(400, "invalid_type", f"{key} must be an integer from 1 to {MAX_TERMINAL}")
+    return value
+
+
+def pty_spec(body: Any, unknown: MutableSequence[str]) -> PtySpec:
+    """Validate a ``POST /api/v1/pty`` body: a command (with args, env, working_dir) and the terminal size."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_type", "request body must be a JSON object")
+    unknown.extend(sorted(k for k in body if k not in PTY_KEYS))
+    command = command_spec({k: v for k, v in body.items() if k in RUN_KEYS}, run=True, unknown=[])
+    return PtySpec(
+        command.command,
+        command.args,
+        command.env,
+        command.working_dir,
+        _size(body, "rows", 24),
+        _size(body, "cols", 80),
+    )
+
+
+def open_pty(daemon: Daemon, spec: PtySpec, now: float) -> PtySession:
+    """Record a new PTY session with a fresh id and token."""
+    session = PtySession(daemon.uuid().replace("-", ""), daemon.uuid().replace("-", ""), spec, now)
+    daemon.ptys[session.session_id] = session
+    return session
+
+
+def pty_session(daemon: Daemon, session_id: str, token: str | None, *, need_token: bool = True) -> PtySession:
+    """Return a PTY session; 404 when there is none, 401 when its WebSocket presents no or another token."""
+    session = daemon.ptys.get(session_id)
+    if session is None:
+        raise ApiError(404, "pty_session_not_found", f"PTY session {session_id!r} not found")
+    if need_token and token != session.token:
+        raise ApiError(401, "invalid_pty_token", "the PTY session token is missing or wrong")
+    return session
+
+
+def pty_start_failed(message: str) -> ApiError:
+    """Return the refusal of a PTY session whose program cannot start (missing program or directory)."""
+    return ApiError(400, "invalid_command", f"cannot start the PTY program: {message}")
+
+
+def tunnel_port(raw: str | None) -> int:
+    """Return the ``?port=`` of a TCP tunnel; 400 unless it is a port number (9501 is the daemon's own)."""
+    if raw is None or not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= 65535:
+        raise ApiError(400, "invalid_port", "query parameter port must be a port number from 1 to 65535")
+    return int(raw)
 
 
 def unsupported() -> ApiError:

@@ -18,7 +18,6 @@ project); snapshot ids have the sandbox id shape; a failed create keeps no name;
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -67,7 +66,7 @@ class TensorLakeModel(SandboxStore):
             now = self.clock.now()
             ident = self._new_id()
             fs: FileSystem | Callable[[], FileSystem] = (
-                FileSystem.load(snap.fs, now=self.clock.now) if snap else functools.partial(self._new_fs, ident)
+                self.filesystems.restore(ident, snap.fs) if snap else self.filesystems.new(ident)
             )
             network = req.network if req.network_given else _network_of(base)
             exposed = req.exposed_ports if req.exposed_ports is not None else tuple(base.get("exposed_ports", ()))
@@ -139,6 +138,7 @@ class TensorLakeModel(SandboxStore):
             self._check_patch(sb, req)
             self._apply_patch(sb, req)
             self.changed(sb)
+            self.on_change(sb)
             return sb, req.unknown
 
     def _check_patch(self, sb: Sandbox, req: PatchRequest) -> None:
@@ -315,7 +315,7 @@ class TensorLakeModel(SandboxStore):
             copies = []
             for _ in range(times):
                 data = {**source.dump(), "id": self._new_id(), "name": None, "created_at": self.clock.now()}
-                clone = Sandbox.load(data, FileSystem.load(data["fs"], now=self.clock.now))
+                clone = Sandbox.load(data, self.filesystems.restore(data["id"], data["fs"]))
                 clone.running_since = self.clock.now()
                 self.add(clone)
                 copies.append(clone)

@@ -23,18 +23,22 @@ retires its cached wire body), schedules its next due time and marks it in the
 inside a sandbox are marked by that request (:meth:`SandboxStore.touched`).
 
 The operations that change the state live in :class:`~.state.TensorLakeModel`.
+
+Two hooks let the mock keep an execution runtime in step without the rules knowing it: ``filesystems``
+makes each sandbox's filesystem (in memory by default; the linux runtime's are the real sandbox's files),
+and ``on_change`` is called, under the lock, whenever a live sandbox's status changes or a PATCH changed it
+(``on_terminate`` when it ends).
 """
 
 from __future__ import annotations
 
 import collections
-import functools
 import heapq
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mockserver.core.changes import ChangeLog, Key, Row
 from mockserver.core.clock import VirtualClock
@@ -46,7 +50,7 @@ from .daemon import Daemon
 from .records import Resources, Sandbox, Session, Snapshot
 from .validate import not_found
 
-__all__ = ["ARCHIVE_LIMIT", "LIVE", "CreateOutcome", "SandboxStore", "Timings"]
+__all__ = ["ARCHIVE_LIMIT", "LIVE", "CreateOutcome", "FileSystems", "MemoryFileSystems", "SandboxStore", "Timings"]
 
 ARCHIVE_LIMIT = 1000
 LIVE = frozenset({"pending", "running", "snapshotting", "suspending", "suspended"})
@@ -77,6 +81,33 @@ class CreateOutcome:
     error_details: Any = None
 
 
+class FileSystems(Protocol):
+    """Where sandboxes' files live: a fresh filesystem for a new sandbox, or one restored from a dump."""
+
+    def new(self, ident: str) -> FileSystem | Callable[[], FileSystem]:
+        """Return the filesystem of a new sandbox (or a callable building it on first use)."""
+        ...
+
+    def restore(self, ident: str, dump: Mapping[str, Any]) -> FileSystem:
+        """Return the filesystem of a sandbox restored from ``dump`` (``FileSystem.dump()`` output)."""
+        ...
+
+
+class MemoryFileSystems:
+    """In-memory filesystems (the emulator's), timestamped by the mock's clock."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+
+    def new(self, ident: str) -> FileSystem | Callable[[], FileSystem]:
+        """Return a builder of a fresh filesystem whose hostname is the sandbox id."""
+        return lambda: FileSystem(now=self.clock.now, hostname=ident)
+
+    def restore(self, ident: str, dump: Mapping[str, Any]) -> FileSystem:
+        """Return the filesystem ``dump`` describes."""
+        return FileSystem.load(dump, now=self.clock.now)
+
+
 class SandboxStore:
     """Hold every tenant's sandboxes, snapshots, daemons and browser sessions, and the accepted keys; thread-safe."""
 
@@ -86,8 +117,10 @@ class SandboxStore:
         ids: IdFactory,
         resolve: Callable[[str], Iterable[str]],
         keys: KeyRing | None = None,
+        filesystems: FileSystems | None = None,
     ) -> None:
         self.clock = clock
+        self.filesystems: FileSystems = filesystems or MemoryFileSystems(clock)
         self.ids = ids
         self.resolve = resolve
         self.keys = keys or KeyRing()
@@ -107,6 +140,7 @@ class SandboxStore:
         self.outcomes: collections.deque[CreateOutcome] = collections.deque()
         self.daemons: dict[str, Daemon] = {}
         self.on_terminate: Callable[[Sandbox], None] = lambda sandbox: None
+        self.on_change: Callable[[Sandbox], None] = lambda sandbox: None
 
     @property
     def timings(self) -> Timings:
@@ -161,9 +195,6 @@ class SandboxStore:
             ident = self.ids.token(21)
             if ident not in self.sandboxes and ident not in self.archive and ident not in self.snapshots:
                 return ident
-
-    def _new_fs(self, hostname: str) -> FileSystem:
-        return FileSystem(now=self.clock.now, hostname=hostname)
 
     def find(self, owner: str, namespace: str, ident: str) -> Sandbox:
         """Return the live sandbox with this id or name, settled to now; 404 if there is none."""
@@ -235,9 +266,11 @@ class SandboxStore:
         """Apply the transitions of ``sb`` that are due by now, in order."""
         now = self.clock.now()
         with self.lock:
-            moved = False
+            before, moved = sb.status, False
             while sb.id in self.sandboxes and self._step(sb, now):
                 moved = True
+            if sb.status != before and sb.id in self.sandboxes:
+                self.on_change(sb)
             if sb.resize is not None and sb.resize.status == "pending" and sb.resize.done_at <= now:
                 sb.resize.status = "succeeded"
                 sb.resources = Resources.from_json(sb.resize.requested.to_json())
@@ -350,8 +383,8 @@ class SandboxStore:
 
         def sandbox(d: dict[str, Any]) -> Sandbox:
             if d.get("fs") is None:  # never built: build it on first use, as a new sandbox does
-                return Sandbox.load(d, functools.partial(self._new_fs, str(d["id"])))
-            return Sandbox.load(d, FileSystem.load(d["fs"], now=self.clock.now))
+                return Sandbox.load(d, self.filesystems.new(str(d["id"])))
+            return Sandbox.load(d, self.filesystems.restore(str(d["id"]), d["fs"]))
 
         try:
             live = [sandbox(d) for d in data.get("sandboxes", [])]

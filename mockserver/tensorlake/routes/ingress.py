@@ -12,7 +12,7 @@ Known deviations from the real proxy: no TLS and no HTTP/2 (so no gRPC).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
 
 from ..model.ingress import Admission, IngressRules, ProxyRequest, Target, target_of
+from ..model.records import Sandbox
 from ..model.validate import MANAGEMENT_PORT
 from .common import PORT_KEY, SANDBOX_KEY, daemon_error, settle
 
@@ -31,13 +32,18 @@ __all__ = ["Ingress", "IngressContext"]
 
 @dataclass(frozen=True)
 class IngressContext:
-    """What the proxy uses: its rules, the ingress domain, the clock, and the apps it forwards to."""
+    """What the proxy uses: its rules, the ingress domain, the clock, and the apps it forwards to.
+
+    ``prepare`` (when given) is awaited before an admitted request is forwarded: the runtime readies the
+    sandbox (the linux runtime makes its real sandbox on first use).
+    """
 
     rules: IngressRules
     domain: str
     clock: VirtualClock
     management: ASGIApp
     port_app: Callable[[str, int], ASGIApp]
+    prepare: Callable[[Sandbox], Awaitable[object]] | None = None
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -93,6 +99,8 @@ class Ingress:
         state[SANDBOX_KEY] = admission.sandbox
         state[PORT_KEY] = admission.port
         forwarded = {**scope, "headers": self.rules.forwarded(scope.get("headers") or [], admission)}
+        if self.context.prepare is not None:
+            await self.context.prepare(admission.sandbox)
         if admission.port == MANAGEMENT_PORT:
             await self.context.management(forwarded, receive, send)
         else:

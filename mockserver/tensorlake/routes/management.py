@@ -4,11 +4,20 @@ The proxy puts the admitted sandbox in the request's scope. Validation, bodies a
 model's (:mod:`..model.management`); commands go to the process runtime (:mod:`..processes`), whose events
 ``POST /api/v1/processes/run`` and the ``follow`` routes stream as ``text/event-stream`` ``data:`` frames. A
 client that goes away ends its stream; a ``run``'s process then ends too, a followed process runs on.
+
+PTY sessions and TCP tunnels (a runtime with terminals only, else 501) are WebSockets: the PTY's binary
+frames are the SDK's (first byte 0x00 data, 0x01 resize with big-endian ``cols, rows``, 0x02 ready from the
+client, 0x03 exit with a big-endian ``int32`` code from the server, which then closes with reason
+``exit:<code>``); a tunnel relays raw bytes in binary messages to one TCP connection inside the sandbox.
+A refused WebSocket is closed before it is accepted (the client sees HTTP 403).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import struct
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +25,8 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_body, read_json
@@ -28,8 +38,10 @@ from ..model import management as rules
 from ..model.daemon import Daemon, ProcessRecord
 from ..model.records import Sandbox
 from ..model.state import TensorLakeModel
-from ..processes import ProcessRuntime
+from ..processes import ProcessRuntime, Terminal
 from .common import SANDBOX_KEY, daemon_error_handler
+
+OP_DATA, OP_RESIZE, OP_READY, OP_EXIT = 0x00, 0x01, 0x02, 0x03
 
 __all__ = ["ManagementApi", "ManagementContext", "sse"]
 
@@ -68,6 +80,7 @@ class ManagementApi:
         self.model = context.model
         self.runtime = context.runtime
         self.clock = context.clock
+        self.terminals: dict[tuple[str, str], Terminal] = {}
         p = "/api/v1"
         self.app = Starlette(
             routes=[
@@ -84,6 +97,10 @@ class ManagementApi:
                 Route(f"{p}/files/list", self.list_files, methods=["GET"]),
                 Route(f"{p}/health", self.health, methods=["GET"]),
                 Route(f"{p}/info", self.info, methods=["GET"]),
+                Route(f"{p}/pty", self.create_pty, methods=["POST"]),
+                Route(f"{p}/pty/{{session}}", self.delete_pty, methods=["DELETE"]),
+                WebSocketRoute(f"{p}/pty/{{session}}/ws", self.pty_socket),
+                WebSocketRoute(f"{p}/tunnels/tcp", self.tunnel_socket),
                 Route(f"{p}/pty{{rest:path}}", self.unsupported, methods=["GET", "POST", "DELETE"]),
                 Route(f"{p}/tunnels{{rest:path}}", self.unsupported, methods=["GET", "POST"]),
             ],
@@ -127,17 +144,17 @@ class ManagementApi:
         """Return (GET) or kill (DELETE) one process."""
         daemon, proc = self.find(request)
         if request.method == "DELETE":
-            self.runtime.kill(daemon, proc)
+            await self.runtime.stop(daemon, proc)
         return JSONResponse(proc.info())
 
     async def restart(self, request: Request) -> Response:
         """Kill a process and start its command again under a new pid."""
         daemon, proc = self.find(request)
-        self.runtime.kill(daemon, proc)
+        await self.runtime.stop(daemon, proc)
         return JSONResponse(self.runtime.spawn(self.sandbox(request), daemon, proc.spec()).info())
 
     async def signal(self, request: Request) -> Response:
-        """Send a signal: it ends a running process (the emulator has no handlers)."""
+        """Send a signal to the process (the emulator has no handlers: any signal ends it)."""
         daemon, proc = self.find(request)
         number = rules.signal_number(await read_json(request))
         running = proc.running
@@ -145,16 +162,20 @@ class ManagementApi:
         return JSONResponse(rules.signal_body(running))
 
     async def stdin(self, request: Request) -> Response:
-        """Accept bytes for a process's stdin (not fed to the emulator)."""
-        _, proc = self.find(request)
-        await read_body(request)
+        """Feed bytes to a process's stdin (the emulator drops them)."""
+        daemon, proc = self.find(request)
+        data = await read_body(request)
         rules.stdin_target(proc)
+        await self.runtime.write_stdin(daemon, proc, data)
         return Response(status_code=204)
 
     async def stdin_close(self, request: Request) -> Response:
         """Close a process's stdin."""
-        _, proc = self.find(request)
+        daemon, proc = self.find(request)
+        was_open = proc.stdin_writable
         rules.close_stdin(proc)
+        if was_open:
+            await self.runtime.close_stdin(daemon, proc)
         return Response(status_code=204)
 
     async def output(self, request: Request) -> Response:
@@ -202,3 +223,123 @@ class ManagementApi:
     async def unsupported(self, request: Request) -> Response:
         """Refuse PTY sessions and TCP tunnels."""
         raise rules.unsupported()
+
+    # -- PTY sessions and tunnels ------------------------------------------------------------------
+
+    async def create_pty(self, request: Request) -> Response:
+        """Start a program on a new PTY; answer its session id and the token its WebSocket presents."""
+        if not self.runtime.terminals:
+            raise rules.unsupported()
+        spec = rules.pty_spec(await read_json(request), notes(request.scope).unknown_fields)
+        sandbox = self.sandbox(request)
+        daemon = self.daemon(request)
+        terminal = await self.runtime.open_terminal(sandbox, spec)
+        session = rules.open_pty(daemon, spec, self.clock.now())
+        self.terminals[(sandbox.id, session.session_id)] = terminal
+        return JSONResponse({"session_id": session.session_id, "token": session.token}, status_code=201)
+
+    async def delete_pty(self, request: Request) -> Response:
+        """End a PTY session and its program."""
+        if not self.runtime.terminals:
+            raise rules.unsupported()
+        sandbox = self.sandbox(request)
+        session = rules.pty_session(self.daemon(request), request.path_params["session"], None, need_token=False)
+        self.daemon(request).ptys.pop(session.session_id, None)
+        terminal = self.terminals.pop((sandbox.id, session.session_id), None)
+        if terminal is not None:
+            terminal.kill()
+        return Response(status_code=204)
+
+    async def pty_socket(self, websocket: WebSocket) -> None:
+        """Drive a PTY session: keystrokes and resizes in, the terminal's output and its exit code out."""
+        sandbox: Sandbox = websocket.scope["state"][SANDBOX_KEY]
+        token = websocket.headers.get("x-pty-token") or websocket.query_params.get("token")
+        try:
+            if not self.runtime.terminals:
+                raise rules.unsupported()
+            session = rules.pty_session(self.model.daemon_of(sandbox), websocket.path_params["session"], token)
+        except ApiError as refusal:
+            await websocket.close(code=1008, reason=refusal.code)
+            return
+        terminal = self.terminals.get((sandbox.id, session.session_id))
+        if terminal is None:
+            await websocket.close(code=1008, reason="session terminated")
+            return
+        await websocket.accept()
+
+        async def output() -> None:
+            async for item in terminal.output():
+                if isinstance(item, bytes):
+                    await websocket.send_bytes(bytes([OP_DATA]) + item)
+                else:
+                    await websocket.send_bytes(bytes([OP_EXIT]) + struct.pack(">i", item))
+                    await websocket.close(code=1000, reason=f"exit:{item}")
+                    return
+
+        async def keyboard() -> None:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                data = message.get("bytes")
+                if not data:
+                    continue
+                if data[0] == OP_DATA:
+                    terminal.write(data[1:])
+                elif data[0] == OP_RESIZE and len(data) >= 5:
+                    cols, rows = struct.unpack(">HH", data[1:5])
+                    terminal.resize(rows, cols)
+
+        await _until_first(output(), keyboard())
+
+    async def tunnel_socket(self, websocket: WebSocket) -> None:
+        """Relay one TCP connection to ``?port=`` inside the sandbox over binary WebSocket messages."""
+        sandbox: Sandbox = websocket.scope["state"][SANDBOX_KEY]
+        try:
+            if not self.runtime.terminals:
+                raise rules.unsupported()
+            port = rules.tunnel_port(websocket.query_params.get("port"))
+            reader, writer = await self.runtime.open_port(sandbox, port)
+        except ApiError as refusal:
+            await websocket.close(code=1008, reason=refusal.code)
+            return
+        except OSError:
+            await websocket.close(code=1011, reason="connection refused")
+            return
+        await websocket.accept()
+
+        async def outbound() -> None:
+            while data := await reader.read(65536):
+                await websocket.send_bytes(data)
+            await websocket.close(code=1000)
+
+        async def inbound() -> None:
+            with contextlib.suppress(WebSocketDisconnect):
+                while True:
+                    message = await websocket.receive()
+                    if message["type"] == "websocket.disconnect":
+                        return
+                    data = message.get("bytes") or (message.get("text") or "").encode()
+                    writer.write(data)
+                    await writer.drain()
+
+        try:
+            await _until_first(outbound(), inbound())
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
+
+
+async def _until_first(*jobs: Any) -> None:
+    """Run coroutines until the first one ends (or fails on a closed connection); cancel the rest."""
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    for result in results:
+        if isinstance(result, Exception) and not isinstance(result, WebSocketDisconnect | OSError | RuntimeError):
+            raise result

@@ -448,3 +448,46 @@ def test_the_real_sdk_imported_at_module_top_reaches_the_mock(pytester: pytest.P
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandproof-sdk-env")
     result.assert_outcomes(passed=2)
+
+
+RUNTIME_TESTS = """
+import pytest
+
+@pytest.mark.contract("tensorlake", "create")
+def test_contract(sandproof_target):
+    assert sandproof_target.url("tensorlake")
+
+def test_fixture(tensorlake_mock, sandproof_runtime):
+    assert (tensorlake_mock.mock.runtime, sandproof_runtime) == ("linux", "linux")
+
+@pytest.mark.runtime("linux")
+def test_marked():
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+def test_runtime_linux_where_it_cannot_run_skips_what_needs_it_with_the_message(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.plugin
+
+    message = "linux runtime unavailable: missing bubblewrap (bwrap)"
+    monkeypatch.setattr(harness.plugin, "linux_problem", lambda: message)
+    pytester.makepyfile(RUNTIME_TESTS)
+    skipped = _skips(pytester, "--sandproof-runtime=linux")
+    assert skipped == {"test_contract": message, "test_fixture": message, "test_marked": message}
+    assert _skips(pytester) == {"test_marked": message}  # the marker skips whatever the run's runtime
+
+
+def test_runtime_linux_builds_the_mocks_on_it(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.plugin
+
+    monkeypatch.setattr(harness.plugin, "linux_problem", lambda: None)
+    pytester.makepyfile(RUNTIME_TESTS)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--sandproof-runtime=linux")
+    result.assert_outcomes(passed=4)
+    bad = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--sandproof-runtime=docker")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR

@@ -31,7 +31,7 @@ def test_dropped_streams_leave_no_running_command() -> None:
                 assert b'"type":"init"' in next(resp.iter_raw())
         records = mock.sandbox(sid).commands
         assert len(records) == DROPPED
-        _wait(lambda: mock.commands.live() == 0 and not any(r.running for r in records.values()))
+        _wait(lambda: mock.commands.running() == 0 and not any(r.running for r in records.values()))
         statuses = [client.get(f"/direct/{sid}/44772/command/status/{cid}").json() for cid in records]
         assert {(s["running"], s["exit_code"], s["error"]) for s in statuses} == {(False, -1, "signal: killed")}
 
@@ -47,4 +47,4 @@ def test_a_stream_read_to_its_end_is_not_abandoned() -> None:
         background = client.post(f"/direct/{sid}/44772/command", json={"command": "sleep 3600", "background": True})
         assert '"type":"execution_complete"' in background.text
         time.sleep(0.2)
-        assert mock.commands.live() == 1  # a background command runs on without a reader, as on execd
+        assert mock.commands.running() == 1  # a background command runs on without a reader, as on execd

@@ -104,3 +104,36 @@ def test_files_and_their_errors() -> None:
     rules.delete_file(fs, "/work")
     assert refusal(rules.read_file, fs, "/work/a.txt") == (404, "not_found")
     assert rules.fs_error(FsError("exists", "there")).status == 409
+
+
+def test_pty_bodies_sessions_and_tokens() -> None:
+    unknown: list[str] = []
+    spec = rules.pty_spec({"command": "/bin/bash", "args": ["-i"], "rows": 30, "cols": 100, "x": 1}, unknown)
+    assert (spec.command, spec.args, spec.rows, spec.cols, unknown) == ("/bin/bash", ("-i",), 30, 100, ["x"])
+    assert rules.pty_spec({"command": "sh"}, []).rows == 24
+    assert refusal(rules.pty_spec, {"command": "sh", "rows": 0}, []) == (400, "invalid_type")
+    assert refusal(rules.pty_spec, {"command": ""}, []) == (400, "invalid_command")
+    daemon = Daemon("sb", "default", 0.0, lambda: "0123-4567")
+    session = rules.open_pty(daemon, spec, 1.0)
+    assert rules.pty_session(daemon, session.session_id, session.token) is session
+    assert refusal(rules.pty_session, daemon, session.session_id, "wrong") == (401, "invalid_pty_token")
+    assert refusal(rules.pty_session, daemon, "nope", session.token) == (404, "pty_session_not_found")
+    assert rules.pty_session(daemon, session.session_id, None, need_token=False) is session
+
+
+@pytest.mark.parametrize(("raw", "port"), [("8080", 8080), ("1", 1), ("65535", 65535)])
+def test_tunnel_ports(raw: str, port: int) -> None:
+    assert rules.tunnel_port(raw) == port
+
+
+@pytest.mark.parametrize("raw", [None, "", "0", "65536", "-1", "80a", "\uff18\uff10"])
+def test_bad_tunnel_ports(raw: str | None) -> None:
+    assert refusal(rules.tunnel_port, raw) == (400, "invalid_port")
+
+
+def test_an_oom_kill_is_its_own_status_and_exit_event() -> None:
+    daemon = Daemon("sb", "default", 0.0, lambda: "u")
+    proc = daemon.start(CommandSpec("python3"), 0.0)
+    assert daemon.finish(proc, 1.0, signal=9, reason="oom_killed")
+    assert proc.info()["status"] == "oom_killed"
+    assert proc.exit_event() == {"signal": 9, "oom_killed": True, "reason": "oom_killed"}

@@ -1,0 +1,151 @@
+"""execd's PTY sessions on the linux runtime: a shell per session, its output retained for replay.
+
+A :class:`PtySession` is created by ``POST /pty`` and starts its shell when the first WebSocket attaches:
+``bash`` on a new PTY (or, in pipe mode, with stdin, stdout and stderr as pipes), or ``bash -c <command>``
+when the session names a command. Everything the shell writes is kept (the newest
+:data:`~.model.pty.REPLAY_LIMIT` bytes, with absolute offsets: the stream's byte count) and handed to
+whichever client holds the session; the rules of holding, taking over and the frames are
+:mod:`.model.pty`'s, the WebSocket itself is the routes'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from mockserver.linux import LinuxProcess, LinuxSandbox, OutputChunk, SandboxStateError
+
+from .linux_runtime import shell
+from .model import pty as rules
+from .model.records import SandboxRecord
+
+__all__ = ["Holder", "PtySession", "PtySessions"]
+
+_HEX = "0123456789abcdef"
+
+
+class Holder:
+    """The client holding a session; the session evicts it (close 4001) when another takes over."""
+
+    def __init__(self, evict: Callable[[], Awaitable[None]]) -> None:
+        self.evict = evict
+        self.queue: asyncio.Queue[tuple[int, bytes] | int] = asyncio.Queue()
+
+
+@dataclass
+class PtySession:
+    """One PTY session: what it runs, its shell once started, and the output kept for replay."""
+
+    id: str
+    cwd: str | None
+    command: str | None
+    process: LinuxProcess | None = None
+    pipe: bool = False
+    chunks: list[tuple[int, int, bytes]] = field(default_factory=list)
+    total: int = 0
+    exit_code: int | None = None
+    holder: Holder | None = None
+    pump: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Tell whether the shell runs (or has not started yet)."""
+        return self.exit_code is None
+
+    async def start(self, sandbox: LinuxSandbox, pipe: bool, env: dict[str, str]) -> None:
+        """Start the shell (PTY, or pipes when ``pipe``) and the pump that keeps its output."""
+        if self.process is not None:
+            return
+        argv = [shell(), "-c", self.command] if self.command else [shell()]
+        self.pipe = pipe
+        self.process = await sandbox.start_process_async(
+            argv, env=env, cwd=self.cwd or "/", stdin=pipe, pty=None if pipe else (24, 80)
+        )
+        self.pump = asyncio.ensure_future(self._pump(self.process))
+
+    async def _pump(self, process: LinuxProcess) -> None:
+        async for event in process.aevents():
+            if isinstance(event, OutputChunk):
+                channel = rules.STDERR if event.stream == "stderr" else rules.STDOUT
+                self.chunks.append((self.total, channel, event.data))
+                self.total += len(event.data)
+                while self.chunks and self.total - self.chunks[0][0] > rules.REPLAY_LIMIT:
+                    self.chunks.pop(0)
+                if self.holder is not None:
+                    self.holder.queue.put_nowait((channel, event.data))
+            else:
+                self.exit_code = event.shell_code
+                if self.holder is not None:
+                    self.holder.queue.put_nowait(self.exit_code)
+
+    def replay(self, since: int) -> tuple[int, bytes]:
+        """Return the retained output from byte ``since`` on (clamped to the window) and its first offset."""
+        parts = [(start, data) for start, _, data in self.chunks if start + len(data) > since]
+        if not parts:
+            return self.total, b""
+        first = max(since, parts[0][0])
+        data = b"".join(parts_data for _, parts_data in parts)
+        return first, data[first - parts[0][0] :]
+
+    def write(self, data: bytes) -> None:
+        """Send stdin (keystrokes, in PTY mode)."""
+        if self.process is not None and self.process.running:
+            with contextlib.suppress(SandboxStateError):
+                self.process.write_stdin(data)
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Set the terminal's size (PTY mode only; ignored in pipe mode, as execd does)."""
+        if self.process is not None and self.process.running and not self.pipe and rows and cols:
+            self.process.resize(rows, cols)
+
+    def signal(self, number: int | None) -> None:
+        """Send a signal to the shell's process group (an unknown name: nothing)."""
+        if number is not None and self.process is not None and self.process.running:
+            with contextlib.suppress(SandboxStateError):
+                self.process.signal(number)
+
+    def kill(self) -> None:
+        """End the shell."""
+        self.signal(9)
+
+
+class PtySessions:
+    """Every sandbox's PTY sessions."""
+
+    def __init__(
+        self, sandbox_of: Callable[[SandboxRecord], Awaitable[LinuxSandbox]], new_id: Callable[[], str]
+    ) -> None:
+        self.sandbox_of = sandbox_of
+        self.new_id = new_id
+        self._sessions: dict[tuple[str, str], PtySession] = {}
+
+    def create(self, sb: SandboxRecord, request: rules.PtyRequest) -> PtySession:
+        """Record a new session (its shell starts on the first attach)."""
+        session = PtySession(self.new_id(), request.cwd, request.command)
+        self._sessions[(sb.id, session.id)] = session
+        return session
+
+    def get(self, sb: SandboxRecord, session_id: str) -> PtySession:
+        """Return a session; execd's 404 ``CONTEXT_NOT_FOUND`` when there is none."""
+        session = self._sessions.get((sb.id, session_id))
+        if session is None:
+            raise rules.session_not_found(session_id)
+        return session
+
+    def delete(self, sb: SandboxRecord, session_id: str) -> None:
+        """End a session and its shell; 404 when there is none."""
+        session = self._sessions.pop((sb.id, session_id), None)
+        if session is None:
+            raise rules.session_not_found(session_id)
+        session.kill()
+
+    def clear(self) -> None:
+        """Drop every session (the sandboxes are gone)."""
+        self._sessions.clear()
+
+    def forget(self, sandbox_id: str) -> None:
+        """Drop a gone sandbox's sessions."""
+        for key in [k for k in self._sessions if k[0] == sandbox_id]:
+            del self._sessions[key]

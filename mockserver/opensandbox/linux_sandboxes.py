@@ -1,0 +1,222 @@
+"""The OpenSandbox mock's sandboxes on the linux runtime: making them, their files, and keeping them in step.
+
+:class:`LinuxSandboxes` is what ``OpenSandboxMock(runtime="linux")`` composes in; the model keeps deciding
+everything and this module follows it.
+
+* **Files**: each record's ``fs`` becomes a :class:`~mockserver.linux.hostfs.HostFileSystem` on its real
+  sandbox as soon as the record appears, so execd's ``/files`` and ``/directories`` rules read and write
+  what the processes see. A record restored from a snapshot (or from a state file) has its files written
+  into the real sandbox when that is made.
+* **Making** (on first use: the first request execd or a sandbox port admits): a sandbox named by the
+  record's id with its ``env``, hostname (the id's first 12 characters, as Docker's) and
+  ``resourceLimits.memory``; then the sidecar's policy (``networkPolicy``) in the record's enforcement mode
+  (``dns`` or ``dns+nft``) is compiled into its nft table.
+* **Keeping in step** (:meth:`reconcile`, after every request the mock answers and every clock move):
+  ``Paused`` freezes the sandbox, ``Running`` thaws it, a policy the sidecar's ``/policy`` or the lifecycle
+  ``networkpolicy`` changed is swapped in one nft transaction (before the request's answer starts),
+  ``Failed``, ``Stopping``, deleted and expired sandboxes are destroyed.
+* **OOM**: a process the memory cgroup's OOM killer ends takes the container with it, as on Docker: the
+  record turns ``Failed`` with the runtime's OOM status (:meth:`oom`) and the sandbox is destroyed.
+* **Ports**: any port but execd's and the sidecar's relays to the sandbox's own service.
+
+Known deviations: ``image`` and ``entrypoint`` choose nothing (the sandbox is the host's system folders,
+read-only, and no entrypoint runs); ``resourceLimits.cpu`` is reported by ``/metrics`` but not enforced; a
+snapshot keeps the writable files only (a sandbox created from it starts with them and no process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from mockserver.core import DnsTable
+from mockserver.linux import LinuxRuntime, LinuxSandbox, opensandbox_apply
+from mockserver.linux.egress import OpenSandboxMode
+from mockserver.linux.host import LinuxHost
+from mockserver.linux.hostfs import HostFileSystem
+from mockserver.linux.ingress import ASGIApp, Receive, Scope, Send, port_proxy
+
+from .model.config import ServerConfig
+from .model.egress import effective_policy
+from .model.execd import memory_limit_bytes
+from .model.records import SandboxRecord
+from .model.state import OpenSandboxState
+from .routes.render import SANDBOX_KEY
+
+__all__ = ["LinuxSandboxes"]
+
+#: States whose container no longer runs: the real sandbox is destroyed.
+ENDED = frozenset({"Failed", "Terminated", "Stopping"})
+
+
+class LinuxSandboxes:
+    """The real sandboxes of one OpenSandbox mock; thread-safe."""
+
+    def __init__(self, state: OpenSandboxState, config: ServerConfig, dns: DnsTable) -> None:
+        self.state = state
+        self.config = config
+        self.dns = dns
+        self.host = LinuxHost(dns)
+        self._lock = threading.RLock()
+        self._restore: dict[str, Mapping[str, Any]] = {}
+        self._applied: dict[str, object] = {}
+
+    @property
+    def mode(self) -> OpenSandboxMode:
+        """Return the egress sidecar's enforcement mode."""
+        return "dns+nft" if self.config.enforcement == "dns+nft" else "dns"
+
+    # -- making ------------------------------------------------------------------------------------
+
+    def _make(self, record: SandboxRecord) -> LinuxSandbox:
+        def make(runtime: LinuxRuntime) -> LinuxSandbox:
+            sandbox = runtime.create_sandbox(
+                record.id,
+                hostname=record.id[:12],
+                env=dict(record.spec.env),
+                memory_bytes=memory_limit_bytes(record),
+            )
+            try:
+                policy = effective_policy(record)
+                opensandbox_apply(sandbox.firewall, policy, self.mode, self.dns)
+                self._applied[record.id] = policy
+                with self._lock:
+                    dump = self._restore.pop(record.id, None)
+                if dump is not None:
+                    HostFileSystem(lambda: sandbox).load_dump(dump)
+            except BaseException:
+                sandbox.destroy()
+                raise
+            return sandbox
+
+        return self.host.ensure(record.id, make)
+
+    def ensure(self, record: SandboxRecord) -> LinuxSandbox:
+        """Return the real sandbox of ``record``, making it now if needed (blocking)."""
+        self._attach_files(record)
+        sandbox = self._make(record)
+        self._follow(record, sandbox)
+        return sandbox
+
+    async def ensure_async(self, record: SandboxRecord) -> LinuxSandbox:
+        """Return the real sandbox of ``record`` without blocking the event loop."""
+        sandbox = self.host.get(record.id)
+        if sandbox is None:
+            return await asyncio.to_thread(self.ensure, record)
+        self._follow(record, sandbox)
+        return sandbox
+
+    def _attach_files(self, record: SandboxRecord) -> None:
+        with self._lock:
+            if isinstance(record.fs, HostFileSystem):
+                return
+            restored = any(not e.is_dir and not e.path.startswith("/etc/") for e in record.fs.walk("/"))
+            if record.spec.snapshot_id or restored:
+                self._restore[record.id] = record.fs.dump()
+            record.fs = HostFileSystem(lambda: self.ensure(record), user="root", unmade=lambda: self._unmade(record))
+
+    def _unmade(self, record: SandboxRecord) -> Mapping[str, Any] | None:
+        """Return what a sandbox's files will be while it is not made (None once it is)."""
+        if self.host.get(record.id) is not None:
+            return None
+        with self._lock:
+            return self._restore.get(record.id, {"version": 1, "user": "root", "entries": []})
+
+    # -- keeping in step ---------------------------------------------------------------------------
+
+    def _follow(self, record: SandboxRecord, sandbox: LinuxSandbox) -> None:
+        if record.state == "Paused":
+            with contextlib.suppress(Exception):
+                sandbox.freeze()
+        elif sandbox.state == "frozen":
+            sandbox.thaw()
+        policy = effective_policy(record)
+        if self._applied.get(record.id, policy) is not policy or record.id not in self._applied:
+            opensandbox_apply(sandbox.firewall, policy, self.mode, self.dns)
+            self._applied[record.id] = policy
+
+    def reconcile(self) -> None:
+        """Bring every real sandbox in line with its record (see the module docstring); cheap when nothing changed."""
+        with self.state.lock:
+            records = dict(self.state.sandboxes)
+        for record in records.values():
+            self._attach_files(record)
+        for key in self.host.held():
+            found = records.get(key)
+            sandbox = self.host.get(key)
+            if found is None or found.state in ENDED:
+                self.forget(key)
+            elif sandbox is not None:
+                self._follow(found, sandbox)
+
+    def applied_policy(self, key: str) -> tuple[bool, object]:
+        """Return whether the real sandbox of ``key`` enforces a policy yet, and which (the record's object)."""
+        return (key in self._applied, self._applied.get(key))
+
+    def oom(self, record: SandboxRecord) -> None:
+        """The container was OOM-killed: the record turns Failed with the runtime's OOM status; destroy it."""
+        with contextlib.suppress(Exception):
+            self.state.fail(record.id, *self.state.profile.oom_status())
+        self.forget(record.id)
+
+    def forget(self, key: str) -> None:
+        """Destroy the real sandbox of ``key``."""
+        with self._lock:
+            self._restore.pop(key, None)
+        self._applied.pop(key, None)
+        self.host.forget(key)
+
+    def clear(self) -> None:
+        """Destroy every real sandbox (the mock was reset or its state replaced)."""
+        with self._lock:
+            self._restore.clear()
+        self._applied.clear()
+        self.host.clear()
+
+    def close(self) -> None:
+        """Destroy every real sandbox and close the runtime."""
+        self.host.close()
+
+    # -- ports and services ------------------------------------------------------------------------
+
+    def port_app(self, record: SandboxRecord, port: int) -> ASGIApp:
+        """Return the app relaying to ``port`` inside the sandbox of ``record``."""
+
+        async def sandbox_of(scope: Scope) -> LinuxSandbox:
+            return await self.ensure_async(record)
+
+        return port_proxy(sandbox_of, port)
+
+    def prepared(self, service: ASGIApp) -> ASGIApp:
+        """Wrap a port's service so that the admitted sandbox's real sandbox exists before it answers."""
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            record = (scope.get("state") or {}).get(SANDBOX_KEY)
+            if isinstance(record, SandboxRecord) and record.state == "Running":
+                await self.ensure_async(record)
+            await service(scope, receive, send)
+
+        return app
+
+    def in_step(self, app: ASGIApp) -> ASGIApp:
+        """Wrap the whole app: reconcile before every HTTP answer starts (and after every WebSocket)."""
+
+        async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                try:
+                    await app(scope, receive, send)
+                finally:
+                    self.reconcile()
+                return
+
+            async def send_in_step(message: MutableMapping[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    self.reconcile()
+                await send(message)
+
+            await app(scope, receive, send_in_step)
+
+        return wrapped

@@ -79,6 +79,7 @@ _FS_STATUS = {
     "invalid_path": 400,
     "permission_denied": 403,
     "read_only": 403,
+    "no_space": 507,
 }
 
 RUN_KEYS = frozenset({"command", "args", "env", "working_dir", "timeout", "user"})
@@ -201,7 +202,11 @@ def file_path(raw: str | None) -> str:
 
 
 def fs_error(exc: FsError) -> ApiError:
-    """Return the management API's answer to a filesystem error (404 missing, 400 wrong kind, else 409)."""
+    """Return the management API's answer to a filesystem error.
+
+    404 missing, 400 wrong kind or path, 403 not permitted, 507 ``no_space`` (the sandbox's file quota, ENOSPC),
+    else 409. The real daemon's statuses for these are not documented: the mapping is sandproof's choice.
+    """
     return ApiError(_FS_STATUS.get(exc.code, 409), exc.code, exc.message)
 
 

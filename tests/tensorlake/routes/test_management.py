@@ -48,3 +48,20 @@ def test_a_dropped_follower_leaves_the_process_running() -> None:
         _wait(lambda: mock.runtime.followers() == 0)
         assert mock.runtime.live() == 1
         assert client.get(f"/api/v1/processes/{pid}", headers=daemon).json()["status"] == "running"
+
+
+def test_a_file_beyond_the_quota_is_refused_and_changes_nothing() -> None:
+    """A PUT that would pass the sandbox's file quota answers 507 ``no_space``; the files stay as they were."""
+    mock = TensorLakeMock(seed=1)
+    with mock.server() as srv, httpx.Client(base_url=srv.url, headers=KEY, timeout=30) as client:
+        sid = client.post("/sandboxes", json={}).json()["sandbox_id"]
+        daemon = {"host": f"{sid}.local"}
+        half = b"a" * (10 * 1024 * 1024)
+        assert client.put("/api/v1/files?path=/tmp/first", content=half, headers=daemon).status_code == 204
+        refused = client.put("/api/v1/files?path=/tmp/second", content=half, headers=daemon)
+        assert refused.status_code == 507 and refused.json()["code"] == "no_space", refused.text
+        assert refused.json()["message"] == "no space left on device: /tmp/second"
+        assert client.get("/api/v1/files?path=/tmp/second", headers=daemon).status_code == 404
+        assert client.get("/api/v1/files?path=/tmp/first", headers=daemon).content == half
+        small = client.put("/api/v1/files?path=/tmp/second", content=b"fits", headers=daemon)
+        assert small.status_code == 204  # the refusal left the quota as it was

@@ -3,8 +3,9 @@
 The providers' files rules (TensorLake's management API, OpenSandbox's execd ``/files`` and
 ``/directories``) are written against ``FileSystem``: ``stat``, ``read``, ``listdir``, ``walk``, ``write``,
 ``mkdir``, ``remove``, ``move``, ``chmod``, ``chown``, ``replace``, ``dump``. :class:`HostFileSystem` offers
-the same methods over the host directories of one :class:`~mockserver.linux.LinuxSandbox`, so the rules
-run unchanged and the files APIs read and write what the sandbox's processes see.
+the same methods over the host directories of one :class:`~mockserver.linux.LinuxSandbox` (``exists``,
+``is_dir`` and ``is_file`` it inherits, answered from its ``stat``), so the rules run unchanged and the
+files APIs read and write what the sandbox's processes see.
 
 Every path goes through the sandbox's :class:`~mockserver.linux.confine.Confinement`: ``..`` is clamped
 at ``/``, symbolic links are followed inside the sandbox's view, opens walk with ``O_NOFOLLOW``, the
@@ -206,24 +207,6 @@ class HostFileSystem(FileSystem):
             resolved = self._resolve(guest)
             self._confine.check(resolved, write=False)
             return self._file_info(guest, os.stat(resolved.host))
-
-    def exists(self, path: str) -> bool:
-        """Tell whether ``path`` names something the files API can see."""
-        try:
-            self.stat(path)
-        except FsError as exc:
-            if exc.code == "invalid_path":
-                raise
-            return False
-        return True
-
-    def is_dir(self, path: str) -> bool:
-        """Tell whether ``path`` names a directory."""
-        return self.exists(path) and self.stat(path).is_dir
-
-    def is_file(self, path: str) -> bool:
-        """Tell whether ``path`` names something that is not a directory."""
-        return self.exists(path) and not self.stat(path).is_dir
 
     def read(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         """Return up to ``limit`` bytes of the file at ``path`` from ``offset``."""

@@ -4,8 +4,8 @@ The providers' files rules (TensorLake's management API, OpenSandbox's execd ``/
 ``/directories``) are written against ``FileSystem``: ``stat``, ``read``, ``listdir``, ``walk``, ``write``,
 ``mkdir``, ``remove``, ``move``, ``chmod``, ``chown``, ``replace``, ``dump``. :class:`HostFileSystem` offers
 the same methods over the host directories of one :class:`~mockserver.linux.LinuxSandbox` (``exists``,
-``is_dir`` and ``is_file`` it inherits, answered from its ``stat``), so the rules run unchanged and the
-files APIs read and write what the sandbox's processes see.
+``is_dir``, ``is_file`` and ``search`` it inherits, answered from its ``stat`` and ``walk``), so the rules
+run unchanged and the files APIs read and write what the sandbox's processes see.
 
 Every path goes through the sandbox's :class:`~mockserver.linux.confine.Confinement`: ``..`` is clamped
 at ``/``, symbolic links are followed inside the sandbox's view, opens walk with ``O_NOFOLLOW``, the
@@ -29,7 +29,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
-import fnmatch
 import grp
 import os
 import pwd
@@ -272,10 +271,6 @@ class HostFileSystem(FileSystem):
             return stat.S_ISLNK(os.lstat(self._resolve(path, follow=False).host).st_mode)
         except (OSError, PathError, FsError):
             return True
-
-    def search(self, root: str, glob_pattern: str) -> list[FileInfo]:
-        """Return the entries below ``root`` whose name matches ``glob_pattern``."""
-        return [info for info in self.walk(root)[1:] if fnmatch.fnmatchcase(info.name, glob_pattern)]
 
     # -- mutations ---------------------------------------------------------------------------------
 

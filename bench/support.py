@@ -126,26 +126,21 @@ def start_serve(extra: Sequence[str] = (), *, timeout: float = 30.0, quiet: bool
         str(ports["opensandbox"]),
         *extra,
     ]
-    started = time.monotonic()
-    out = subprocess.DEVNULL if quiet else None
-    proc = subprocess.Popen(command, cwd=ROOT, env=child_env(), stdout=out, stderr=out)
-    served = Served(proc, ports, started)
-    try:
-        wait_answering(ports.values(), proc, started + timeout)
-    except BaseException:
-        served.stop()
-        raise
-    served.answering = time.monotonic()
-    served.cpu_at_answer = cpu_seconds(proc.pid)
-    return served
+    return _launch(command, ports, timeout=timeout, quiet=quiet)
 
 
 def start_echo(names: Sequence[str] = ("echo",), *, timeout: float = 30.0) -> Served:
     """Start the bare Starlette echo on one free port per name, from one process."""
     ports = {name: free_port() for name in names}
-    started = time.monotonic()
     command = [*python(), str(Path(__file__).resolve()), "echo", *map(str, ports.values())]
-    proc = subprocess.Popen(command, cwd=ROOT, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return _launch(command, ports, timeout=timeout, quiet=True)
+
+
+def _launch(command: Sequence[str], ports: dict[str, int], *, timeout: float, quiet: bool) -> Served:
+    """Start ``command`` serving ``ports`` and return once every port answers (stopping it if none does)."""
+    started = time.monotonic()
+    out = subprocess.DEVNULL if quiet else None
+    proc = subprocess.Popen(command, cwd=ROOT, env=child_env(), stdout=out, stderr=out)
     served = Served(proc, ports, started)
     try:
         wait_answering(ports.values(), proc, started + timeout)

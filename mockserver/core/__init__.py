@@ -1,4 +1,5 @@
-"""The transport-free core every mock shares: virtual clock, ids, DNS, fault rules, journal, errors, state.
+"""The transport-free core every mock shares: virtual clock, ids, DNS, fault rules, journal, errors, state,
+due times.
 
 Importing this package loads no web framework: the HTTP layer lives in :mod:`mockserver.asgi`, the admin
 service in :mod:`mockserver.admin`.
@@ -11,10 +12,12 @@ from .faults import FaultError, FaultRule, FaultSet
 from .ids import IdFactory
 from .journal import Journal, JournalAssertionError, JournalEntry, RequestNotes
 from .mock import MockCore
+from .schedule import DueTimes
 
 __all__ = [
     "ApiError",
     "DnsTable",
+    "DueTimes",
     "FaultError",
     "FaultRule",
     "FaultSet",

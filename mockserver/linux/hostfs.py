@@ -3,7 +3,8 @@
 The providers' files rules (TensorLake's management API, OpenSandbox's execd ``/files`` and
 ``/directories``) are written against ``FileSystem``: ``stat``, ``read``, ``listdir``, ``walk``, ``write``,
 ``mkdir``, ``remove``, ``move``, ``chmod``, ``chown``, ``replace``, ``dump``. :class:`HostFileSystem` offers
-the same methods over the host directories of one :class:`~mockserver.linux.LinuxSandbox`, so the rules
+the same methods over the host directories of one :class:`~mockserver.linux.LinuxSandbox` (``exists``,
+``is_dir``, ``is_file`` and ``search`` it inherits, answered from its ``stat`` and ``walk``), so the rules
 run unchanged and the files APIs read and write what the sandbox's processes see.
 
 Every path goes through the sandbox's :class:`~mockserver.linux.confine.Confinement`: ``..`` is clamped
@@ -28,7 +29,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
-import fnmatch
 import grp
 import os
 import pwd
@@ -207,24 +207,6 @@ class HostFileSystem(FileSystem):
             self._confine.check(resolved, write=False)
             return self._file_info(guest, os.stat(resolved.host))
 
-    def exists(self, path: str) -> bool:
-        """Tell whether ``path`` names something the files API can see."""
-        try:
-            self.stat(path)
-        except FsError as exc:
-            if exc.code == "invalid_path":
-                raise
-            return False
-        return True
-
-    def is_dir(self, path: str) -> bool:
-        """Tell whether ``path`` names a directory."""
-        return self.exists(path) and self.stat(path).is_dir
-
-    def is_file(self, path: str) -> bool:
-        """Tell whether ``path`` names something that is not a directory."""
-        return self.exists(path) and not self.stat(path).is_dir
-
     def read(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         """Return up to ``limit`` bytes of the file at ``path`` from ``offset``."""
         if offset < 0 or (limit is not None and limit < 0):
@@ -289,10 +271,6 @@ class HostFileSystem(FileSystem):
             return stat.S_ISLNK(os.lstat(self._resolve(path, follow=False).host).st_mode)
         except (OSError, PathError, FsError):
             return True
-
-    def search(self, root: str, glob_pattern: str) -> list[FileInfo]:
-        """Return the entries below ``root`` whose name matches ``glob_pattern``."""
-        return [info for info in self.walk(root)[1:] if fnmatch.fnmatchcase(info.name, glob_pattern)]
 
     # -- mutations ---------------------------------------------------------------------------------
 

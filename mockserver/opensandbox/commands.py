@@ -31,6 +31,7 @@ __all__ = [
     "DEVIATING_OPERATIONS",
     "PING_INTERVAL",
     "CommandRuntime",
+    "EventQueue",
     "Execution",
     "Runner",
     "RunnerFactory",
@@ -75,7 +76,35 @@ def emulator_runner(sb: SandboxRecord, gate: PolicyGate, http: HttpTable | None 
     return CommandEmulator(sb.fs, gate=gate, http=http or HttpTable())
 
 
-class Execution:
+class EventQueue:
+    """A command's execd events for its foreground SSE stream: queued while it runs, then an end marker.
+
+    A background command (``stream`` False) has no reader: its events are dropped.
+    """
+
+    def __init__(self, stream: bool) -> None:
+        self.queue: asyncio.Queue[Any] | None = asyncio.Queue() if stream else None
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        if self.queue is not None:
+            self.queue.put_nowait(event)
+
+    def _end_events(self) -> None:
+        """Mark the end of the events (after the terminal one)."""
+        if self.queue is not None:
+            self.queue.put_nowait(_END)
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Yield the events the SSE stream must send, ending after the terminal one."""
+        assert self.queue is not None
+        while True:
+            item = await self.queue.get()
+            if item is _END:
+                return
+            yield item
+
+
+class Execution(EventQueue):
     """One running command: drives the steps and publishes events."""
 
     def __init__(
@@ -90,6 +119,7 @@ class Execution:
         stream: bool,
         argv: Sequence[str] | None = None,
     ) -> None:
+        super().__init__(stream)
         self.record = record
         self.argv = list(argv) if argv else None
         self.runner = runner
@@ -97,7 +127,6 @@ class Execution:
         self.env = dict(env)
         self.cwd = cwd
         self.timeout = None if not timeout_ms or timeout_ms <= 0 else timeout_ms / 1000.0
-        self.queue: asyncio.Queue[Any] | None = asyncio.Queue() if stream else None
         self.done = asyncio.Event()
 
     def start(self) -> None:
@@ -105,19 +134,6 @@ class Execution:
         loop = asyncio.get_running_loop()
         task = loop.create_task(self._main())
         self.record.stop = lambda: _cancel(task, loop)
-
-    def _emit(self, event: dict[str, Any]) -> None:
-        if self.queue is not None:
-            self.queue.put_nowait(event)
-
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Yield the events the SSE stream must send, ending after the terminal one."""
-        assert self.queue is not None
-        while True:
-            item = await self.queue.get()
-            if item is _END:
-                return
-            yield item
 
     async def _main(self) -> None:
         rec = self.record
@@ -143,8 +159,7 @@ class Execution:
                 rec.finish(code, f"exit status {code}", now)
                 self._emit(error_event(str(code), f"exit status {code}", self.clock.now_ms()))
         finally:
-            if self.queue is not None:
-                self.queue.put_nowait(_END)
+            self._end_events()
             self.done.set()
 
     async def _walk(self, started: float) -> int | None:

@@ -36,20 +36,19 @@ import shlex
 import shutil
 import signal as signals
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
 from mockserver.linux import ExitStatus, LinuxProcess, LinuxSandbox, OutputChunk, SandboxStateError, SpawnError
 
-from .commands import PING_INTERVAL, CommandRuntime
+from .commands import PING_INTERVAL, CommandRuntime, EventQueue
 from .model.execd import RunRequest, error_event, new_command
 from .model.records import CommandRecord, SandboxRecord
 
 __all__ = ["LinuxCommandRuntime", "LinuxExecution", "SessionRun", "SessionState", "session_script", "shell"]
 
-_END = object()
 #: Go's names of the signals that end processes (``signal: <name>`` in execd's errors).
 SIGNAL_NAMES = {
     1: "hangup",
@@ -83,7 +82,7 @@ def _exit_text(status: ExitStatus) -> tuple[int, str]:
     return -1, f"signal: {name}"
 
 
-class LinuxExecution:
+class LinuxExecution(EventQueue):
     """One running command: starts the process, turns its events into execd's, records its end."""
 
     def __init__(
@@ -97,13 +96,13 @@ class LinuxExecution:
         marker: Callable[[str], bool] | None = None,
         after: Callable[[], None] | None = None,
     ) -> None:
+        super().__init__(stream)
         self.record = record
         self.clock = clock
         self.launch = launch
         self.on_oom = on_oom
         self.marker = marker
         self.after = after
-        self.queue: asyncio.Queue[Any] | None = asyncio.Queue() if stream else None
         self.process: LinuxProcess | None = None
         self._stop_asked = False
         self._task: asyncio.Task[None] | None = None
@@ -126,18 +125,8 @@ class LinuxExecution:
                 self.process.signal(signals.SIGTERM)
 
     def _emit(self, event: dict[str, Any]) -> None:
-        self._last_event = time.monotonic()
-        if self.queue is not None:
-            self.queue.put_nowait(event)
-
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Yield the events the SSE stream sends, ending after the terminal one."""
-        assert self.queue is not None
-        while True:
-            item = await self.queue.get()
-            if item is _END:
-                return
-            yield item
+        self._last_event = time.monotonic()  # the pings count quiet from the last event
+        super()._emit(event)
 
     async def _pings(self) -> None:
         while True:
@@ -179,8 +168,7 @@ class LinuxExecution:
         finally:
             if pinger is not None:
                 pinger.cancel()
-            if self.queue is not None:
-                self.queue.put_nowait(_END)
+            self._end_events()
 
     async def _relay(self, process: LinuxProcess) -> ExitStatus:
         decoders = {s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr")}

@@ -28,16 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-from collections.abc import Mapping, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 from mockserver.core import DnsTable
 from mockserver.linux import LinuxRuntime, LinuxSandbox, opensandbox_apply
+from mockserver.linux.bindings import SandboxBindings
 from mockserver.linux.egress import OpenSandboxMode
-from mockserver.linux.host import LinuxHost
 from mockserver.linux.hostfs import HostFileSystem
-from mockserver.linux.ingress import ASGIApp, Receive, Scope, Send, port_proxy
+from mockserver.linux.ingress import ASGIApp, Receive, Scope, Send
 
 from .model.config import ServerConfig
 from .model.egress import effective_policy
@@ -52,17 +51,13 @@ __all__ = ["LinuxSandboxes"]
 ENDED = frozenset({"Failed", "Terminated", "Stopping"})
 
 
-class LinuxSandboxes:
-    """The real sandboxes of one OpenSandbox mock; thread-safe."""
+class LinuxSandboxes(SandboxBindings[SandboxRecord, object]):
+    """The real sandboxes of one OpenSandbox mock (each record's applied policy object); thread-safe."""
 
     def __init__(self, state: OpenSandboxState, config: ServerConfig, dns: DnsTable) -> None:
+        super().__init__(dns)
         self.state = state
         self.config = config
-        self.dns = dns
-        self.host = LinuxHost(dns)
-        self._lock = threading.RLock()
-        self._restore: dict[str, Mapping[str, Any]] = {}
-        self._applied: dict[str, object] = {}
 
     @property
     def mode(self) -> OpenSandboxMode:
@@ -83,10 +78,7 @@ class LinuxSandboxes:
                 policy = effective_policy(record)
                 opensandbox_apply(sandbox.firewall, policy, self.mode, self.dns)
                 self._applied[record.id] = policy
-                with self._lock:
-                    dump = self._restore.pop(record.id, None)
-                if dump is not None:
-                    HostFileSystem(lambda: sandbox).load_dump(dump)
+                self._write_restored(record.id, sandbox)
             except BaseException:
                 sandbox.destroy()
                 raise
@@ -116,14 +108,7 @@ class LinuxSandboxes:
             restored = any(not e.is_dir and not e.path.startswith("/etc/") for e in record.fs.walk("/"))
             if record.spec.snapshot_id or restored:
                 self._restore[record.id] = record.fs.dump()
-            record.fs = HostFileSystem(lambda: self.ensure(record), user="root", unmade=lambda: self._unmade(record))
-
-    def _unmade(self, record: SandboxRecord) -> Mapping[str, Any] | None:
-        """Return what a sandbox's files will be while it is not made (None once it is)."""
-        if self.host.get(record.id) is not None:
-            return None
-        with self._lock:
-            return self._restore.get(record.id, {"version": 1, "user": "root", "entries": []})
+            record.fs = HostFileSystem(lambda: self.ensure(record), user="root", unmade=lambda: self._unmade(record.id))
 
     # -- keeping in step ---------------------------------------------------------------------------
 
@@ -152,43 +137,13 @@ class LinuxSandboxes:
             elif sandbox is not None:
                 self._follow(found, sandbox)
 
-    def applied_policy(self, key: str) -> tuple[bool, object]:
-        """Return whether the real sandbox of ``key`` enforces a policy yet, and which (the record's object)."""
-        return (key in self._applied, self._applied.get(key))
-
     def oom(self, record: SandboxRecord) -> None:
         """The container was OOM-killed: the record turns Failed with the runtime's OOM status; destroy it."""
         with contextlib.suppress(Exception):
             self.state.fail(record.id, *self.state.profile.oom_status())
         self.forget(record.id)
 
-    def forget(self, key: str) -> None:
-        """Destroy the real sandbox of ``key``."""
-        with self._lock:
-            self._restore.pop(key, None)
-        self._applied.pop(key, None)
-        self.host.forget(key)
-
-    def clear(self) -> None:
-        """Destroy every real sandbox (the mock was reset or its state replaced)."""
-        with self._lock:
-            self._restore.clear()
-        self._applied.clear()
-        self.host.clear()
-
-    def close(self) -> None:
-        """Destroy every real sandbox and close the runtime."""
-        self.host.close()
-
-    # -- ports and services ------------------------------------------------------------------------
-
-    def port_app(self, record: SandboxRecord, port: int) -> ASGIApp:
-        """Return the app relaying to ``port`` inside the sandbox of ``record``."""
-
-        async def sandbox_of(scope: Scope) -> LinuxSandbox:
-            return await self.ensure_async(record)
-
-        return port_proxy(sandbox_of, port)
+    # -- services ----------------------------------------------------------------------------------
 
     def prepared(self, service: ASGIApp) -> ASGIApp:
         """Wrap a port's service so that the admitted sandbox's real sandbox exists before it answers."""

@@ -229,7 +229,11 @@ class FileSystem:
             return self._info(path, self._get(path))
 
     def exists(self, path: str) -> bool:
-        """Return whether `path` names an existing file or directory."""
+        """Return whether `path` names an existing file or directory (an ``invalid_path`` refusal is raised).
+
+        ``exists``, ``is_dir`` and ``is_file`` are answered from :meth:`stat`, so a subclass over other storage
+        inherits them.
+        """
         try:
             self.stat(path)
         except FsError as exc:
@@ -243,7 +247,7 @@ class FileSystem:
         return self.exists(path) and self.stat(path).is_dir
 
     def is_file(self, path: str) -> bool:
-        """Return whether `path` names an existing regular file."""
+        """Return whether `path` names something that exists and is not a directory."""
         return self.exists(path) and not self.stat(path).is_dir
 
     def read(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:

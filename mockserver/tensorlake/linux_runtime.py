@@ -52,6 +52,25 @@ class _Running:
     pending_signal: int | None = None
 
 
+async def _start(
+    linux: LinuxSandbox,
+    spec: CommandSpec | PtySpec,
+    *,
+    stdin: bool = False,
+    timeout: float | None = None,
+    pty: tuple[int, int] | None = None,
+) -> LinuxProcess:
+    """Start ``[command, *args]`` of ``spec`` in ``linux``: its ``env`` added, in its ``working_dir`` (``/``)."""
+    return await linux.start_process_async(
+        [spec.command, *spec.args],
+        env=dict(spec.env),
+        cwd=spec.working_dir or "/",
+        stdin=stdin,
+        timeout=timeout,
+        pty=pty,
+    )
+
+
 class LinuxTerminal:
     """A process on a PTY of a linux sandbox (the :class:`~.processes.Terminal` the PTY WebSocket drives)."""
 
@@ -109,13 +128,7 @@ class LinuxProcessRuntime(RecordedRuntime):
         try:
             linux = await self.sandbox_of(sandbox)
             try:
-                process = await linux.start_process_async(
-                    [spec.command, *spec.args],
-                    env=dict(spec.env),
-                    cwd=spec.working_dir or "/",
-                    stdin=spec.stdin_pipe,
-                    timeout=spec.timeout,
-                )
+                process = await _start(linux, spec, stdin=spec.stdin_pipe, timeout=spec.timeout)
             except SpawnError as exc:
                 daemon.write(proc, "stderr", f"{exc.message}\n".encode(), self.clock.now())
                 self._finish(daemon, proc, exit_code=_SPAWN_CODES.get(exc.code, 127))
@@ -196,12 +209,7 @@ class LinuxProcessRuntime(RecordedRuntime):
         """Start ``spec`` on a new PTY of the sandbox (the model's refusal when it cannot start)."""
         linux = await self.sandbox_of(sandbox)
         try:
-            process = await linux.start_process_async(
-                [spec.command, *spec.args],
-                env=dict(spec.env),
-                cwd=spec.working_dir or "/",
-                pty=(spec.rows, spec.cols),
-            )
+            process = await _start(linux, spec, pty=(spec.rows, spec.cols))
         except SpawnError as exc:
             raise rules.pty_start_failed(exc.message) from exc
         return LinuxTerminal(process)

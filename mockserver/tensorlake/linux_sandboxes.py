@@ -24,16 +24,14 @@ and GPUs are recorded, not enforced.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from contracts.tensorlake import NetworkConfig
 from mockserver.core.dns import DnsTable
 from mockserver.linux import LinuxRuntime, LinuxSandbox, tensorlake_apply
-from mockserver.linux.host import LinuxHost
+from mockserver.linux.bindings import SandboxBindings
 from mockserver.linux.hostfs import HostFileSystem
-from mockserver.linux.ingress import ASGIApp, Scope, port_proxy
 from mockserver.sandbox.filesystem import FileSystem
 
 from .model.records import Sandbox
@@ -42,20 +40,16 @@ __all__ = ["LinuxSandboxes"]
 
 #: Statuses in which the sandbox's processes are stopped.
 FROZEN = frozenset({"suspended"})
-#: The files of a sandbox nothing has used yet (the writable folders are made with it).
-EMPTY_DUMP: Mapping[str, Any] = {"version": 1, "user": "root", "entries": []}
+#: What was applied to a real sandbox: the record's ``network`` object and the memory limit in bytes.
+Applied = tuple[NetworkConfig | None, int]
 
 
-class LinuxSandboxes:
+class LinuxSandboxes(SandboxBindings[Sandbox, Applied]):
     """The real sandboxes of one TensorLake mock; thread-safe."""
 
     def __init__(self, dns: DnsTable, lookup: Callable[[str], Sandbox | None]) -> None:
-        self.dns = dns
-        self.host = LinuxHost(dns)
+        super().__init__(dns)
         self.lookup = lookup
-        self._lock = threading.Lock()
-        self._restore: dict[str, Mapping[str, Any]] = {}
-        self._applied: dict[str, tuple[NetworkConfig | None, int]] = {}
 
     # -- the model's filesystems -------------------------------------------------------------------
 
@@ -69,14 +63,6 @@ class LinuxSandboxes:
             self._restore[ident] = dump
         return HostFileSystem(lambda: self.ensure(ident), unmade=lambda: self._unmade(ident))
 
-    def _unmade(self, ident: str) -> Mapping[str, Any] | None:
-        """Return what a sandbox's files will be while it is not made (None once it is)."""
-        if self.host.get(ident) is not None:
-            return None
-        with self._lock:
-            pending: Mapping[str, Any] = self._restore.get(ident, EMPTY_DUMP)
-        return pending
-
     # -- making ------------------------------------------------------------------------------------
 
     def _maker(self, ident: str) -> Callable[[LinuxRuntime], LinuxSandbox]:
@@ -88,10 +74,7 @@ class LinuxSandboxes:
                 network = record.network if record is not None else None
                 tensorlake_apply(sandbox.firewall, network, self.dns)
                 self._applied[ident] = (network, memory or 0)
-                with self._lock:
-                    dump = self._restore.pop(ident, None)
-                if dump is not None:
-                    HostFileSystem(lambda: sandbox).load_dump(dump)
+                self._write_restored(ident, sandbox)
                 if record is not None and record.status in FROZEN:
                     sandbox.freeze()
             except BaseException:
@@ -135,35 +118,6 @@ class LinuxSandboxes:
             sandbox.cgroup.set_memory(memory)
         self._applied[record.id] = (record.network, memory)
 
-    def applied_policy(self, ident: str) -> tuple[bool, NetworkConfig | None]:
-        """Return whether the real sandbox of ``ident`` enforces a policy yet, and which (the record's object)."""
-        applied = self._applied.get(ident)
-        return (False, None) if applied is None else (True, applied[0])
-
-    def forget(self, ident: str) -> None:
-        """Destroy the real sandbox of a record that ended."""
-        with self._lock:
-            self._restore.pop(ident, None)
-        self._applied.pop(ident, None)
-        self.host.forget(ident)
-
-    def clear(self) -> None:
-        """Destroy every real sandbox (the mock was reset)."""
-        with self._lock:
-            self._restore.clear()
-        self._applied.clear()
-        self.host.clear()
-
-    def close(self) -> None:
-        """Destroy every real sandbox and close the runtime."""
-        self.host.close()
-
-    # -- ports -------------------------------------------------------------------------------------
-
-    def port_app(self, record: Sandbox, port: int) -> ASGIApp:
-        """Return the app relaying to ``port`` inside the sandbox of ``record``."""
-
-        async def sandbox_of(scope: Scope) -> LinuxSandbox:
-            return await self.ensure_async(record)
-
-        return port_proxy(sandbox_of, port)
+    def _policy_of(self, applied: Applied) -> NetworkConfig | None:
+        """Return the ``network`` object among what was applied."""
+        return applied[0]

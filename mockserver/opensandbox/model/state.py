@@ -14,8 +14,6 @@ them (see :meth:`OpenSandboxState.touched`).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import secrets
 import threading
 from collections.abc import Iterable, Iterator
@@ -25,6 +23,7 @@ from typing import Any
 from contracts.opensandbox import PolicyError
 from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.core.changes import ChangeLog, Key, Row
+from mockserver.core.schedule import DueTimes
 from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
@@ -60,9 +59,7 @@ class OpenSandboxState:
         self.command_holds: list[int] = []
         self.changes = ChangeLog()
         self.index = SandboxIndex()
-        self._due: list[tuple[float, int, str]] = []
-        self._scheduled: dict[str, float] = {}
-        self._due_seq = itertools.count()
+        self._due: DueTimes[str] = DueTimes()
         self._fs_written: dict[str, int] = {}
 
     # -- bookkeeping -------------------------------------------------------------------------------
@@ -78,7 +75,6 @@ class OpenSandboxState:
             self.command_holds.clear()
             self.index.clear()
             self._due.clear()
-            self._scheduled.clear()
             self._fs_written.clear()
             self.changes.mark_all()
 
@@ -97,25 +93,13 @@ class OpenSandboxState:
     def _schedule(self, sb: SandboxRecord, now: float | None = None) -> None:
         """Queue the sandbox's next due time (a pending transition or its expiry), unless already queued."""
         times = [t for t in (sb.pending[1] if sb.pending else None, sb.expires_at) if t is not None]
-        due = min(times) if times else None
-        if due is None or (now is not None and due <= now):
-            self._scheduled.pop(sb.id, None)
-            return
-        if self._scheduled.get(sb.id) == due:
-            return
-        self._scheduled[sb.id] = due
-        heapq.heappush(self._due, (due, next(self._due_seq), sb.id))
+        self._due.schedule(sb.id, min(times) if times else None, now)
 
     def refresh(self) -> None:
         """Apply every transition and expiry that is due at the current virtual time (what is due, not all)."""
         with self.lock:
             now = self.clock.now()
-            due = self._due
-            while due and due[0][0] <= now:
-                at, _, sandbox_id = heapq.heappop(due)
-                if self._scheduled.get(sandbox_id) != at:
-                    continue  # superseded by a later schedule of the same sandbox
-                del self._scheduled[sandbox_id]
+            for sandbox_id in self._due.pop_due(now):
                 sb = self.sandboxes.get(sandbox_id)
                 if sb is None:
                     continue
@@ -146,7 +130,7 @@ class OpenSandboxState:
         sb.cancel_commands()
         self.sandboxes.pop(sb.id, None)
         self.index.drop(sb.id)
-        self._scheduled.pop(sb.id, None)
+        self._due.discard(sb.id)
         self.changes.mark("sandbox", sb.id)
 
     def find(self, sandbox_id: str, tenant: str | None = None) -> SandboxRecord:

@@ -33,8 +33,6 @@ and ``on_change`` is called, under the lock, whenever a live sandbox's status ch
 from __future__ import annotations
 
 import collections
-import heapq
-import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -43,6 +41,7 @@ from typing import Any, Protocol
 from mockserver.core.changes import ChangeLog, Key, Row
 from mockserver.core.clock import VirtualClock
 from mockserver.core.ids import IdFactory
+from mockserver.core.schedule import DueTimes
 from mockserver.sandbox.filesystem import FileSystem
 
 from .auth import KeyRing
@@ -129,9 +128,7 @@ class SandboxStore:
         self.lock = threading.RLock()
         self.sandboxes: dict[str, Sandbox] = {}
         self._by_tenant: dict[tuple[str, str], dict[str, Sandbox]] = {}
-        self._due: list[tuple[float, int, str]] = []
-        self._scheduled: dict[str, float] = {}
-        self._due_seq = itertools.count()
+        self._due: DueTimes[str] = DueTimes()
         self._fs_written: dict[str, int] = {}
         self.names: dict[tuple[str, str, str], str] = {}
         self.archive: collections.OrderedDict[str, Sandbox] = collections.OrderedDict()
@@ -179,14 +176,7 @@ class SandboxStore:
 
     def _schedule(self, sb: Sandbox, now: float | None = None) -> None:
         """Queue the sandbox's next due time, unless nothing is due or it is already queued."""
-        due = _next_due(sb)
-        if due is None or (now is not None and due <= now):
-            self._scheduled.pop(sb.id, None)
-            return
-        if self._scheduled.get(sb.id) == due:
-            return
-        self._scheduled[sb.id] = due
-        heapq.heappush(self._due, (due, next(self._due_seq), sb.id))
+        self._due.schedule(sb.id, _next_due(sb), now)
 
     # -- lookup ----------------------------------------------------------------------------------
 
@@ -249,12 +239,7 @@ class SandboxStore:
         """Apply every transition and timeout that is due (what the heap says is due, not every sandbox)."""
         with self.lock:
             now = self.clock.now()
-            due = self._due
-            while due and due[0][0] <= now:
-                at, _, sandbox_id = heapq.heappop(due)
-                if self._scheduled.get(sandbox_id) != at:
-                    continue  # superseded by a later schedule of the same sandbox
-                del self._scheduled[sandbox_id]
+            for sandbox_id in self._due.pop_due(now):
                 sb = self.sandboxes.get(sandbox_id)
                 if sb is None:
                     continue
@@ -327,7 +312,7 @@ class SandboxStore:
             tenant.pop(sb.id, None)
             if not tenant:
                 del self._by_tenant[(sb.owner, sb.namespace)]
-        self._scheduled.pop(sb.id, None)
+        self._due.discard(sb.id)
         sb.status, sb.terminated_at, sb.archived_at = "terminated", at, at
         sb.termination_reason = reason or sb.termination_reason
         sb.transition_at = None
@@ -357,7 +342,6 @@ class SandboxStore:
             self.sandboxes.clear()
             self._by_tenant.clear()
             self._due.clear()
-            self._scheduled.clear()
             self._fs_written.clear()
             self.changes.mark_all()
             self.names.clear()

@@ -9,6 +9,9 @@ veth link and firewall, a cgroup, a state folder and one bubblewrap process runn
 A warm pool (:mod:`~mockserver.linux.pool`, ``warm`` sandboxes, 1 by default) starts the next sandbox
 ahead of demand, so :meth:`LinuxRuntime.create_sandbox` is mostly a hand-over.
 
+A runtime takes its id and sweeps leftovers under one host-wide mutex (:func:`sweep_mutex`): a sweep never
+sees a runtime whose lock file exists but is not locked yet, so it never removes a starting runtime's names.
+
 Names carry the runtime id (five hex digits), so parallel runtimes (parallel test runs) never collide;
 sandbox indexes are never reused within a runtime, so a link being torn down by the kernel never clashes
 with a new one.
@@ -27,7 +30,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -46,11 +49,25 @@ from .sandbox import LinuxSandbox
 from .spawner import Launcher
 from .world import World
 
-__all__ = ["DEFAULT_UID_BASE", "LOCK_DIR", "LinuxRuntime", "SandboxStartError"]
+__all__ = ["DEFAULT_UID_BASE", "LOCK_DIR", "LinuxRuntime", "SandboxStartError", "remove_stale", "sweep_mutex"]
 
 DEFAULT_UID_BASE = 0x70000000
 LOCK_DIR = Path("/run/sandproof")
+#: Held while a runtime takes its id or sweeps (not a ``*.lock``: the sweep's glob never sees it).
+SWEEP_MUTEX = LOCK_DIR / "sweep.mutex"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+@contextlib.contextmanager
+def sweep_mutex() -> Iterator[None]:
+    """Hold the host-wide mutex under which runtimes take their ids and remove dead runtimes' leftovers."""
+    LOCK_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    fd = os.open(SWEEP_MUTEX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _scratch() -> str:
@@ -60,6 +77,29 @@ def _scratch() -> str:
         if info.f_bavail * info.f_frsize >= 1 << 30 and os.access("/dev/shm", os.W_OK):
             return "/dev/shm"
     return tempfile.gettempdir()
+
+
+def remove_stale(own_id: str | None = None) -> list[str]:
+    """Remove namespaces, cgroups and lock files of runtimes that are gone; return what was removed.
+
+    Call it holding :func:`sweep_mutex`. ``own_id`` is the caller's runtime id, kept even if its lock were free.
+    """
+    alive, stale_locks = _alive_runtimes()
+    if own_id is not None:
+        alive.add(own_id)
+    removed = []
+    for name in stale_names(alive):
+        remove_netns(name)
+        removed.append(f"netns {name}")
+    for path in cg.remove_stale(cg.detect(), alive):
+        removed.append(f"cgroup {path}")
+    for path in stale_locks:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        for place in {Path(tempfile.gettempdir()), Path(_scratch())}:
+            for leftover in place.glob(f"sandproof-linux-{path.stem}-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+    return removed
 
 
 def _make_searchable(directory: Path) -> None:
@@ -113,7 +153,8 @@ class LinuxRuntime:
         self._indexes = itertools.count()
         self._names = itertools.count()
         self._closed = False
-        self._lock_fd = self._take_id()
+        with sweep_mutex():
+            self._lock_fd = self._take_id()
         self.userns_fd = -1
         self.world: World | None = None
         self.hub: Hub | None = None
@@ -129,7 +170,8 @@ class LinuxRuntime:
         try:
             self.userns_fd = make_userns(uid_base)  # forks: before any thread of ours starts
             self._janitor.start()
-            self.stale_removed = self._remove_stale()
+            with sweep_mutex():
+                self.stale_removed = remove_stale(self.id)
             self.state_dir.mkdir(parents=True, exist_ok=True)
             _make_searchable(self.state_dir)
             with contextlib.suppress(OSError):
@@ -162,24 +204,6 @@ class LinuxRuntime:
             os.write(fd, f"{os.getpid()}\n".encode())
             self.id = candidate
             return fd
-
-    def _remove_stale(self) -> list[str]:
-        """Remove namespaces, cgroups and lock files of runtimes that are gone; return what was removed."""
-        alive, stale_locks = _alive_runtimes()
-        alive.add(self.id)
-        removed = []
-        for name in stale_names(alive):
-            remove_netns(name)
-            removed.append(f"netns {name}")
-        for path in cg.remove_stale(cg.detect(), alive):
-            removed.append(f"cgroup {path}")
-        for path in stale_locks:
-            with contextlib.suppress(OSError):
-                path.unlink()
-            for place in {Path(tempfile.gettempdir()), Path(_scratch())}:
-                for leftover in place.glob(f"sandproof-linux-{path.stem}-*"):
-                    shutil.rmtree(leftover, ignore_errors=True)
-        return removed
 
     # -- sandboxes ---------------------------------------------------------------------------------
 

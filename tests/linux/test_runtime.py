@@ -16,7 +16,7 @@ import pytest
 
 from mockserver.linux import LinuxRuntime, RuntimeUnavailable
 from mockserver.linux.netns import NETNS_DIR, create_netns
-from mockserver.linux.runtime import LOCK_DIR
+from mockserver.linux.runtime import LOCK_DIR, remove_stale, sweep_mutex
 
 from .conftest import needs_runtime
 
@@ -95,58 +95,70 @@ def test_two_runtimes_side_by_side_then_closed_leave_nothing() -> None:
 
 CRASH = textwrap.dedent(
     """
-    import os, sys
+    import sys
     sys.path.insert(0, sys.argv[1])
-    from mockserver.linux import LinuxRuntime, RuntimeUnavailable
+    from mockserver.linux import LinuxRuntime
     rt = LinuxRuntime()
     sb = rt.create_sandbox()
     sb.start_process("sleep 300")
     print(rt.id, sb.init_pid, flush=True)
-    os.kill(os.getpid(), 9)
+    sys.stdin.read()  # until it is killed
     """
 )
 
 
-def _crash_a_runtime() -> str:
-    """Run a runtime with a sandbox in a child process, SIGKILL it, and return the dead runtime's id."""
-    root = str(Path(__file__).resolve().parents[2])
-    out = subprocess.run([sys.executable, "-c", CRASH, root], capture_output=True, text=True, timeout=60)
-    assert out.returncode == -9, out.stderr
-    dead_id, init_pid = out.stdout.split()
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{init_pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not Path(f"/proc/{init_pid}").exists()  # the sandbox died with its runtime
-    return dead_id
+class _Crashed:
+    """A runtime with a sandbox running in a child process, SIGKILLed while the sweep mutex is held."""
+
+    def __enter__(self) -> str:
+        root = str(Path(__file__).resolve().parents[2])
+        self.child = subprocess.Popen(
+            [sys.executable, "-c", CRASH, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.child.stdout is not None
+        dead_id, init_pid = self.child.stdout.readline().split()
+        self.mutex = sweep_mutex()  # no runtime starting elsewhere sweeps before the leftovers are seen
+        self.mutex.__enter__()
+        self.child.kill()
+        assert self.child.wait(timeout=30) == -9
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{init_pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not Path(f"/proc/{init_pid}").exists()  # the sandbox died with its runtime
+        assert _netns(dead_id), "a crash leaves the namespace names behind"
+        assert (LOCK_DIR / f"{dead_id}.lock").exists()
+        return dead_id
+
+    def __exit__(self, *exc: object) -> None:
+        self.mutex.__exit__(None, None, None)
+        self.child.kill()
+        self.child.wait(timeout=30)
 
 
 def test_a_crashed_runtime_is_cleaned_up_by_the_next() -> None:
-    # Any runtime that starts sweeps the leftovers of dead ones, so one started meanwhile by another test process
-    # may sweep this crash's first; then the crash is repeated (each time the leftovers must have been there).
-    for _attempt in range(3):
-        dead_id = _crash_a_runtime()
-        left = _netns(dead_id)
-        locked = (LOCK_DIR / f"{dead_id}.lock").exists()
-        fresh = LinuxRuntime()
-        try:
-            swept = any(dead_id in item for item in fresh.stale_removed)
-            assert _netns(dead_id) == set()
-            assert not (LOCK_DIR / f"{dead_id}.lock").exists()
-            assert all(not h.runtime_dir(dead_id).exists() for h in fresh.cgroups.hierarchies())
-        finally:
-            fresh.close()
-        if left and locked and swept:
-            return
-    pytest.fail("three times in a row, the crash's leftovers were not there for the new runtime to sweep")
+    with _Crashed() as dead_id:
+        pass
+    fresh = LinuxRuntime()  # the next runtime to start (here or in a parallel test process) sweeps them
+    try:
+        assert _netns(dead_id) == set()
+        assert not (LOCK_DIR / f"{dead_id}.lock").exists()
+        assert all(not h.runtime_dir(dead_id).exists() for h in fresh.cgroups.hierarchies())
+    finally:
+        fresh.close()
+
+
+def test_the_sweep_reports_what_it_removed() -> None:
+    with _Crashed() as dead_id:
+        removed = remove_stale()
+    assert any(dead_id in item for item in removed), removed
+    assert _netns(dead_id) == set() and not (LOCK_DIR / f"{dead_id}.lock").exists()
 
 
 def test_stale_names_of_live_runtimes_are_kept(runtime: LinuxRuntime) -> None:
     fake = "sandproof-zzzz9-0"
-    fd = create_netns(fake)
-    os.close(fd)
-    other = LinuxRuntime()
-    try:
-        assert f"netns {fake}" in other.stale_removed  # no lock file at all: stale
-        assert runtime.world is not None and (NETNS_DIR / runtime.world.name).exists()  # alive: kept
-    finally:
-        other.close()
+    with sweep_mutex():  # a runtime starting elsewhere would sweep the fake first
+        fd = create_netns(fake)
+        os.close(fd)
+        removed = remove_stale()
+    assert f"netns {fake}" in removed  # no lock file at all: stale
+    assert runtime.world is not None and (NETNS_DIR / runtime.world.name).exists()  # alive: kept

@@ -38,6 +38,7 @@ class _Terminal:
 def test_the_header_names_a_target_or_runtime_that_is_not_the_default() -> None:
     assert header(_state("mock")) is None
     assert header(_state("mock", runtime="linux")) == "sandproof runtime: linux"
+    assert header(_state("mock", container=True)) == "sandproof target: mock (container)"
     assert header(_state()) == f"sandproof target: {POLICY}"
     assert header(_state(runtime="linux", runtime_problem="no bwrap")) == (
         f"sandproof target: {POLICY}; sandproof runtime: linux (no bwrap)"

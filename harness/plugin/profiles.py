@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-__all__ = ["HYPOTHESIS_PROFILES", "current_profile", "load_env_profile", "register_hypothesis_profiles"]
+__all__ = [
+    "HYPOTHESIS_PROFILES",
+    "current_profile",
+    "load_env_profile",
+    "register_hypothesis_profiles",
+    "restore_profile",
+]
 
 #: Hypothesis profiles the plugin registers (unless a profile of that name already exists).
 HYPOTHESIS_PROFILES: dict[str, dict[str, Any]] = {
@@ -71,3 +77,11 @@ def load_env_profile(config: pytest.Config) -> None:
     except Exception as exc:
         raise pytest.UsageError(f"HYPOTHESIS_PROFILE={name!r}: {exc}") from exc
     settings.load_profile(name)
+
+
+def restore_profile(previous: str | None) -> None:
+    """Load ``previous`` again if another profile is loaded now: an in-process run must not leak its profile."""
+    if previous is not None and current_profile() != previous:
+        from hypothesis import settings
+
+        settings.load_profile(previous)

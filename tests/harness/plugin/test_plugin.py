@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -13,10 +12,7 @@ from hypothesis import settings
 # Imported once here so the in-process runs below do not import the check modules again each time.
 import harness.policy.opensandbox
 import harness.policy.tensorlake.checks  # noqa: F401
-from harness.reporting import report as report_module
-from harness.targets import mocks as mock_stack
 from mockserver.asgi.server import MockServer
-from tests.harness.fakes import FAKE_CLASSES
 
 pytest_plugins = ["pytester"]
 
@@ -40,14 +36,6 @@ def test_osb_admin(sandproof_target):
 def test_osb_engine(sandproof_target):
     assert sandproof_target.engine("opensandbox").allows_egress(None, "a.com")
 """
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Use the fake mocks and a private deviation registry; keep the caller's profile."""
-    monkeypatch.setattr(mock_stack, "MOCK_CLASSES", FAKE_CLASSES)
-    monkeypatch.setattr(report_module, "_DEVIATIONS", [])
-    monkeypatch.delenv("HYPOTHESIS_PROFILE", raising=False)
 
 
 def _skips(pytester: pytest.Pytester, *args: str) -> dict[str, str]:
@@ -165,67 +153,6 @@ def test_provider_option_deselects_other_providers(pytester: pytest.Pytester) ->
     pytester.makepyfile(CONTRACTS + "\ndef test_unmarked():\n    pass\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--sandproof-provider=tensorlake")
     result.assert_outcomes(passed=2, deselected=3)
-
-
-def test_concurrency_option_counts_clients_and_rejects_negatives(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        "def test_n(request):\n    print('clients', request.config.getoption('sandproof_concurrency'))\n"
-    )
-    pytester.runpytest_inprocess("-p", "no:cacheprovider", "-s").stdout.fnmatch_lines(["*clients 4*"])
-    chosen = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-s", "--sandproof-concurrency=12")
-    chosen.stdout.fnmatch_lines(["*clients 12*"])
-    for bad in ("-1", "many"):
-        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--sandproof-concurrency={bad}")
-        assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--sandproof-concurrency*expected a whole number of clients, got 'many'*"])
-
-
-def test_mock_fixtures_set_and_restore_env_and_reset_between_tests(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("TENSORLAKE_API_URL", "http://outer.example")
-    monkeypatch.delenv("OPEN_SANDBOX_API_KEY", raising=False)
-    pytester.makepyfile(
-        """
-        import asyncio, os
-        import httpx
-
-        def test_first(tensorlake_mock, opensandbox_mock):
-            assert os.environ["TENSORLAKE_API_URL"] == tensorlake_mock.url
-            assert os.environ["TENSORLAKE_SANDBOX_API_URL"] == tensorlake_mock.url
-            assert os.environ["OPEN_SANDBOX_API_KEY"] == "fake-osb-key"
-            assert os.environ["OPEN_SANDBOX_DOMAIN"] == opensandbox_mock.url.split("://")[1]
-            tensorlake_mock.mock.faults.add(tensorlake_mock.mock.faults.rules and None or __import__(
-                "mockserver.core", fromlist=["FaultRule"]).FaultRule(path="/nothing"))
-            r = httpx.post(tensorlake_mock.url + "/echo", json={"name": "a", "colour": "red"})
-            assert r.status_code == 200
-
-        def test_outside_the_fixture_env_is_back():
-            assert os.environ["TENSORLAKE_API_URL"] == "http://outer.example"
-            assert "OPEN_SANDBOX_API_KEY" not in os.environ
-
-        def test_second_sees_a_fresh_mock_on_the_same_url(tensorlake_mock):
-            assert tensorlake_mock.mock.faults.rules() == []
-            assert tensorlake_mock.mock.journal.entries() == []
-
-        def test_asgi_transport_reaches_the_same_mock(opensandbox_asgi, opensandbox_mock):
-            async def call():
-                async with httpx.AsyncClient(transport=opensandbox_asgi, base_url="http://osb") as client:
-                    return (await client.post("/echo", json={"size": 1})).status_code
-            assert asyncio.run(call()) == 200
-            assert [e.path for e in opensandbox_mock.mock.journal.entries()] == ["/echo"]
-        """
-    )
-    report_dir = tmp_path / "rep"
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--sandproof-report={report_dir}")
-    result.assert_outcomes(passed=4)
-    assert os.environ["TENSORLAKE_API_URL"] == "http://outer.example"
-    assert "OPEN_SANDBOX_API_KEY" not in os.environ
-    data = json.loads((report_dir / "results.json").read_text(encoding="utf-8"))
-    assert data["unknown_fields"] == {
-        "tensorlake": {"POST /echo": ["colour"]},
-        "opensandbox": {"POST /echo": ["size"]},
-    }
 
 
 def test_report_files_and_example_counts(pytester: pytest.Pytester, tmp_path: Path) -> None:
@@ -403,51 +330,6 @@ def test_report_collects_unknown_fields_from_mocks_held_by_fixtures(pytester: py
     assert "| opensandbox | `POST /echo` | gpu | `test_posts` |" in (tmp_path / "fidelity.md").read_text(
         encoding="utf-8"
     )
-
-
-EARLY_ENV = """
-import os
-
-SEEN_AT_IMPORT = {name: os.environ.get(name) for name in ("TENSORLAKE_API_URL", "OPEN_SANDBOX_DOMAIN")}
-
-def test_the_environment_was_set_before_this_module_was_imported(tensorlake_mock, opensandbox_mock):
-    assert SEEN_AT_IMPORT["TENSORLAKE_API_URL"] == tensorlake_mock.url
-    assert SEEN_AT_IMPORT["OPEN_SANDBOX_DOMAIN"] == opensandbox_mock.url.split("://", 1)[1]
-"""
-
-
-@pytest.mark.parametrize("how", [("--sandproof-sdk-env",), ("-o", "sandproof_sdk_env=true")])
-def test_sdk_env_is_exported_before_test_modules_are_imported(pytester: pytest.Pytester, how: tuple[str, ...]) -> None:
-    pytester.makepyfile(EARLY_ENV)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *how)
-    result.assert_outcomes(passed=1)
-    assert "TENSORLAKE_API_URL" not in os.environ or not os.environ["TENSORLAKE_API_URL"].startswith("http://127.0.0.1")
-
-
-def test_without_the_option_a_module_level_read_sees_no_mock(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(EARLY_ENV)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(failed=1)
-
-
-def test_the_real_sdk_imported_at_module_top_reaches_the_mock(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        """
-        from tensorlake.sandbox import Sandbox
-
-        def test_create(tensorlake_mock):
-            sandbox = Sandbox.create(name="early-env")
-            assert tensorlake_mock.mock.model.find_any("early-env") is not None
-            sandbox.terminate()
-
-        def test_explicit_args(tensorlake_sdk_args, tensorlake_mock):
-            sandbox = Sandbox.create(name="explicit", **tensorlake_sdk_args)
-            assert tensorlake_mock.mock.model.find_any("explicit") is not None
-            sandbox.terminate()
-        """
-    )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandproof-sdk-env")
-    result.assert_outcomes(passed=2)
 
 
 RUNTIME_TESTS = """

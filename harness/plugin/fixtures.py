@@ -1,0 +1,121 @@
+"""The plugin's fixtures, and the export of the mocks' SDK environment for a whole run (``--sandproof-sdk-env``).
+
+The mocks are imported and started on a fixture's first use, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from harness.plugin.state import SandproofState, sandproof_state
+from harness.targets import PROVIDERS, RunningMock, Target, TargetError
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "export_sdk_env",
+    "opensandbox_asgi",
+    "opensandbox_mock",
+    "sandproof_runtime",
+    "sandproof_target",
+    "sdk_env_wanted",
+    "tensorlake_mock",
+    "tensorlake_sdk_args",
+]
+
+
+def sdk_env_wanted(config: pytest.Config) -> bool:
+    """Tell whether ``--sandproof-sdk-env`` (else the ini ``sandproof_sdk_env``) asks for the run-wide export."""
+    option = config.getoption("sandproof_sdk_env")
+    return bool(option) if option is not None else bool(config.getini("sandproof_sdk_env"))
+
+
+def export_sdk_env(state: SandproofState) -> None:
+    """Serve both mocks now and export their SDK environment for the whole run (restored at the end)."""
+    if state.runtime_problem is not None:
+        return  # the tests that would use them are skipped with the reason
+    try:
+        running = [state.mocks().get(provider) for provider in PROVIDERS]
+    except TargetError as exc:
+        raise pytest.UsageError(f"--sandproof-sdk-env: {exc}") from exc
+    patch = pytest.MonkeyPatch()
+    for mock in running:
+        for name, value in mock.env.items():
+            patch.setenv(name, value)
+    state.on_close(patch.undo)
+
+
+@pytest.fixture(scope="session")
+def sandproof_target(request: pytest.FixtureRequest) -> Target:
+    """Return the run's target (started on first use of a URL, mock or admin client; stopped at the end)."""
+    return sandproof_state(request.config).target
+
+
+def _serve_mock(request: pytest.FixtureRequest, provider: str) -> Iterator[RunningMock]:
+    """Yield a freshly reset in-process mock with its SDK environment set, then restore the environment."""
+    state = sandproof_state(request.config)
+    if state.runtime_problem is not None:
+        pytest.skip(state.runtime_problem)
+    try:
+        running = state.mocks().get(provider)
+    except TargetError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    # A socket server journals a request just after answering it: collect late entries before the reset.
+    state.note_unknown_fields(running.mock)
+    running.reset()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in running.env.items():
+            patch.setenv(name, value)
+        try:
+            yield running
+        finally:
+            state.note_unknown_fields(running.mock, request.node.nodeid)
+
+
+@pytest.fixture(scope="session")
+def sandproof_runtime(request: pytest.FixtureRequest) -> str:
+    """Return what the in-process mocks run sandboxes on (``emulator`` or ``linux``)."""
+    return sandproof_state(request.config).runtime
+
+
+@pytest.fixture
+def tensorlake_mock(request: pytest.FixtureRequest) -> Iterator[RunningMock]:
+    """Serve a fresh TensorLake mock (``.url``, ``.mock``, ``.env``) with the SDK env vars set."""
+    yield from _serve_mock(request, "tensorlake")
+
+
+@pytest.fixture
+def opensandbox_mock(request: pytest.FixtureRequest) -> Iterator[RunningMock]:
+    """Serve a fresh OpenSandbox mock (``.url``, ``.mock``, ``.env``) with the SDK env vars set."""
+    yield from _serve_mock(request, "opensandbox")
+
+
+@pytest.fixture
+def tensorlake_sdk_args(tensorlake_mock: RunningMock) -> dict[str, str]:
+    """Return ``api_url``/``api_key`` for TensorLake SDK calls on a fresh mock: ``Sandbox.create(**tensorlake_sdk_args)``.
+
+    The SDK reads its environment once, at import; passing these explicitly works whenever it was imported.
+    """
+    return {"api_url": tensorlake_mock.url, "api_key": tensorlake_mock.api_key}
+
+
+@pytest.fixture
+def opensandbox_asgi(request: pytest.FixtureRequest) -> Iterator[httpx.ASGITransport]:
+    """Return an ``httpx.ASGITransport`` into a fresh OpenSandbox mock (the same one ``opensandbox_mock`` serves)."""
+    state = sandproof_state(request.config)
+    if state.runtime_problem is not None:
+        pytest.skip(state.runtime_problem)
+    try:
+        core = state.mocks().core("opensandbox")
+    except TargetError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    state.note_unknown_fields(core)
+    core.reset()
+    try:
+        yield core.transport()
+    finally:
+        state.note_unknown_fields(core, request.node.nodeid)

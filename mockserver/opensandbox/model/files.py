@@ -2,6 +2,10 @@
 
 ``mode`` values travel as the decimal spelling of octal permissions (``755``), as execd does.
 Download ``offset``/``limit`` are line based (1-based first line, line count); ``Range`` is bytes.
+
+Known deviations: with the emulator a sandbox's files live in the mock's memory and hold at most 16 MiB of
+content (``FileSystem`` quota), whatever the container's disk; a write beyond it fails as a full disk does
+(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from mockserver.sandbox.filesystem import FileInfo, FileSystem, FsError, normpat
 from .spec import iso
 
 __all__ = [
+    "DEVIATING_OPERATIONS",
     "WORKDIR",
     "Download",
     "delete_paths",
@@ -35,6 +40,9 @@ __all__ = [
     "stat_paths",
     "upload",
 ]
+
+#: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"execd": ("POST /files/upload", "POST /files/replace")}
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 #: Where execd resolves an empty path (``filepath.Abs("")``): its working directory.

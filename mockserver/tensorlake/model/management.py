@@ -14,7 +14,9 @@ PTY sessions (``POST /api/v1/pty`` -> ``{"session_id", "token"}``, then a WebSoc
 on ``/api/v1/tunnels/tcp?port=N`` per connection, raw bytes in binary messages) are served by a runtime that
 has terminals (``runtime="linux"``); the emulator answers them 501 ``not_supported``.
 
-Known deviations from the real daemon: with the emulator, stdin written to a process is accepted but not fed
+Known deviations from the real daemon: with the emulator, a sandbox's files hold at most 16 MiB (in the mock's
+memory), not its ``disk_mb``, and a write beyond that answers 507 ``no_space`` (this mock's status) and writes
+nothing; stdin written to a process is accepted but not fed
 to it; ``user``, restart policies and health checks are recorded, not enforced; every command runs as the
 sandbox's root; a run's ``timeout`` is at most one day; a PTY session's refusals (404
 ``pty_session_not_found``, 401 ``invalid_pty_token``, 400 ``invalid_port``) are this mock's own codes. The

@@ -34,7 +34,9 @@ $(OSS_STAMP):
 	$(OSS_VENV)/bin/python -m pip --disable-pip-version-check -q install opensandbox-server==1.1.1
 	touch $@
 
-install: $(STAMP) $(NEMO_STAMP) $(OSS_STAMP)
+# The project's venv and the real server's are independent: they install side by side.
+install:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(NEMO_STAMP) $(OSS_STAMP)
 
 # Debian packages the suite drives for real: Chromium for the dashboard test (never a downloaded browser) and
 # the linux runtime's tools (bubblewrap, nftables, iproute2; curl, procps and ping for its tests). Installed
@@ -64,7 +66,7 @@ lint: $(STAMP)
 # The unit suite on every core (pytest-xdist). Tests marked `catalogue` re-judge the mutants of tests/mutants one by
 # one; `make contracts-mock` judges the whole catalogue (and fails on a survivor), so `make test` runs them once.
 # UNIT_ARGS= runs everything in one process.
-UNIT_ARGS ?= -n auto -m "not catalogue"
+UNIT_ARGS ?= -n auto --dist worksteal -m "not catalogue"
 unit: install system-deps
 	SANDPROOF_CHROMIUM=$(CHROMIUM) SANDPROOF_REQUIRE_CHROMIUM=1 HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) \
 		$(PY) -m pytest -q $(UNIT_ARGS) --junitxml=reports/junit.xml
@@ -73,11 +75,11 @@ bench-smoke: $(STAMP) system-deps
 	$(PY) bench/run_all.py --smoke
 
 # The contract suite against the in-process mocks, with its fidelity report.
-# The suite and the mutation report are independent: they run side by side (one core each), the report's output
-# printed after the suite's.
+# The suite and the mutation report are independent: they run side by side, the report judging its mutants in two
+# worker processes (tests.mutants --jobs 2); its output is printed after the suite's.
 contracts-mock: install
 	@mkdir -p reports/contracts
-	@$(PY) -m tests.mutants --report reports/contracts > reports/contracts/mutants.log 2>&1 & mutants=$$!; \
+	@$(PY) -m tests.mutants --jobs 2 --report reports/contracts > reports/contracts/mutants.log 2>&1 & mutants=$$!; \
 	$(VENV)/bin/sandproof check --target mock --profile $(HYPOTHESIS_PROFILE) --report reports/contracts -q; suite=$$?; \
 	wait $$mutants; report=$$?; cat reports/contracts/mutants.log; \
 	test $$suite -eq 0 && test $$report -eq 0

@@ -6,7 +6,7 @@ contracts on one mutant and says what killed it: a :class:`Kill` names the faili
 an untagged one) fails on it; a mutant that differs only where the sources are silent is a *choice
 mutant* (its ``choice`` attribute says why) and must be caught by a ``choice`` check, which fails only a
 strict run. :func:`run_families` judges every mutant, :func:`render` writes the markdown report with the score
-per strength and :func:`main` is the command line a catalogue of mutants runs (sandproof's own catalogue:
+per strength (:func:`run_parallel` spreads the mutants over worker processes) and :func:`main` is the command line a catalogue of mutants runs (sandproof's own catalogue:
 ``python -m tests.mutants``). Mock mutant modules may also register factories by suite with
 :func:`register_mutants`, read back with :func:`load_mutants`.
 """
@@ -14,9 +14,11 @@ per strength and :func:`main` is the command line a catalogue of mutants runs (s
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +41,7 @@ __all__ = [
     "register_mutants",
     "render",
     "run_families",
+    "run_parallel",
     "score_line",
 ]
 
@@ -191,20 +194,61 @@ def _as_kill(judgement: Judgement) -> Kill | None:
     return Kill("", "untagged") if judgement else None
 
 
+def _judge(family: Family, name: str) -> Outcome:
+    began = time.monotonic()
+    mutant = family.mutants[name]
+    kill = _as_kill(family.judge(name, mutant))
+    declared = bool(getattr(mutant, "choice", ""))
+    return Outcome(family.label, name, kill, time.monotonic() - began, declared)
+
+
 def run_families(families: Sequence[Family], progress: Callable[[str], None] = print) -> list[Outcome]:
     """Judge every mutant of every family; report each family's score through ``progress`` as it ends."""
     outcomes: list[Outcome] = []
     for family in families:
         started = time.monotonic()
-        found = []
-        for name, mutant in family.mutants.items():
-            began = time.monotonic()
-            kill = _as_kill(family.judge(name, mutant))
-            declared = bool(getattr(mutant, "choice", ""))
-            found.append(Outcome(family.label, name, kill, time.monotonic() - began, declared))
+        found = [_judge(family, name) for name in family.mutants]
         progress(f"{family.label}: {score_line(found)} in {time.monotonic() - started:.1f} s")
         outcomes.extend(found)
     return outcomes
+
+
+_WORKER_FAMILIES: Sequence[Family] = ()
+
+
+def _start_worker(families: Callable[[], Sequence[Family]]) -> None:
+    global _WORKER_FAMILIES
+    _WORKER_FAMILIES = families()
+
+
+def _judge_in_worker(index: int, name: str) -> Outcome:
+    return _judge(_WORKER_FAMILIES[index], name)
+
+
+def run_parallel(
+    families: Callable[[], Sequence[Family]], jobs: int, progress: Callable[[str], None] = print
+) -> list[Outcome]:
+    """Judge every mutant as :func:`run_families` does, spread over ``jobs`` forked worker processes.
+
+    Each worker builds the families once (``families()``); the outcomes come back in the catalogue's order and
+    each family's score is reported when its last mutant is judged (the seconds are the sum of its mutants').
+    """
+    listed = families()
+    tasks = [(index, name) for index, family in enumerate(listed) for name in family.mutants]
+    results: dict[tuple[int, str], Outcome] = {}
+    left = {index: len(family.mutants) for index, family in enumerate(listed)}
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(families,)) as pool:
+        pending = {pool.submit(_judge_in_worker, index, name): (index, name) for index, name in tasks}
+        for future in as_completed(pending):
+            index, name = pending[future]
+            results[(index, name)] = future.result()
+            left[index] -= 1
+            if left[index] == 0:
+                found = [results[(index, n)] for n in listed[index].mutants]
+                seconds = sum(o.seconds for o in found)
+                progress(f"{listed[index].label}: {score_line(found)} in {seconds:.1f} s of judging")
+    return [results[task] for task in tasks]
 
 
 def score_line(outcomes: Sequence[Outcome]) -> str:
@@ -267,9 +311,16 @@ def main(
     """Judge every mutant of ``families()``, print the score, optionally write ``DIR/mutation.md``; 1 if one survived."""
     parser = argparse.ArgumentParser(prog=prog, description="Run every deliberately wrong implementation.")
     parser.add_argument("--report", metavar="DIR", help="also write DIR/mutation.md")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="judge in N worker processes (default 1)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     started = time.monotonic()
-    outcomes = run(families(), lambda line: print(line, flush=True))
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    outcomes = run_parallel(families, args.jobs, say) if args.jobs > 1 else run(families(), say)
     survivors = [o for o in outcomes if not o.accounted]
     for o in survivors:
         print(f"SURVIVED: {o.family} / {o.name}", flush=True)

@@ -63,6 +63,38 @@ def test_every_mutant_killed_passes_the_run(capsys: pytest.CaptureFixture[str]) 
     assert "mutation score: 2/2 killed by the default run (untagged 2)" in capsys.readouterr().out
 
 
+def _families() -> list[Family]:
+    def judge(name: str, mutant: object) -> Kill | None:
+        return None if name.startswith("lucky") else Kill(f"check-{name}", "observed" if name == "b" else "spec")
+
+    return [
+        Family("f", {"a": 1, "b": 2, "lucky": 3}, judge),
+        Family("g", {"c": 4, "d": 5}, judge),
+    ]
+
+
+def test_judging_in_worker_processes_gives_the_sequential_outcomes_in_catalogue_order() -> None:
+    lines: list[str] = []
+    parallel = mutation.run_parallel(_families, 2, lines.append)
+    sequential = run_families(_families(), progress=lambda line: None)
+    key = [(o.family, o.name, o.kill) for o in parallel]
+    assert key == [(o.family, o.name, o.kill) for o in sequential]
+    assert [(o.family, o.name) for o in parallel] == [("f", "a"), ("f", "b"), ("f", "lucky"), ("g", "c"), ("g", "d")]
+    assert sorted(line.split(":")[0] for line in lines) == ["f", "g"]
+    assert any(line.startswith("f: 2/3 killed") for line in lines), lines
+
+
+def test_jobs_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        mutation.main(_families, ["--jobs", "0"])
+    assert exited.value.code == 2 and "--jobs must be at least 1" in capsys.readouterr().err
+
+
+def test_a_survivor_found_by_a_worker_fails_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert mutation.main(_families, ["--jobs", "2"]) == 1
+    assert "SURVIVED: f / lucky" in capsys.readouterr().out
+
+
 @pytest.mark.catalogue
 def test_the_policy_family_kills_every_tensorlake_engine_mutant_or_its_choice() -> None:
     family = Family("tl", {type(m).__name__: m for m in tensorlake_engines.MUTANTS}, kills_tensorlake_engine)

@@ -30,6 +30,9 @@ import httpx
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+
+from support import emit
+
 from mockserver.asgi.server import MockServer
 from mockserver.linux import LinuxRuntime
 from mockserver.linux.requirements import check_requirements
@@ -148,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     requirements = check_requirements()
     if not requirements.ok:
         print(f"linux     skipped: {requirements.message()}")
+        emit("linux_runtime", {"skipped": requirements.message(), "emulator_p50": emulator_p50})
         return 0
     started = time.perf_counter()
     with LinuxRuntime() as runtime:
@@ -167,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "tensorlake": lambda name: TensorLakeMock(runtime=name),
         "opensandbox": lambda name: OpenSandboxMock(runtime=name),
     }
+    headline: dict[str, float] = {"emulator_p50": emulator_p50, "linux_p50": linux_p50}
     for provider, make in makers.items():
         figures: dict[str, float] = {}
         for name in ("emulator", "linux"):
@@ -180,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             f"ratio     {provider}: linux - emulator p50 = {figures['linux'] - figures['emulator']:.1f} ms; "
             f"linux p50 {verdict} the {TARGET_MS:.0f} ms target"
         )
+        headline.update({f"{provider}_{name}_p50": value for name, value in figures.items()})
+    emit("linux_runtime", headline)
     return 0
 
 

@@ -24,6 +24,7 @@ BENCHES = (
     "listing.py",
     "startup.py",
     "crash.py",
+    "linux_runtime.py",
     "suite.py",
 )
 FIGURES = "@figures "
@@ -75,6 +76,18 @@ def summary(found: dict[str, dict[str, Any]]) -> list[str]:
         lines.append(
             f"start-up (both ports answer): {start['serve_ms']:.0f} ms, {start['serve_cpu_ms']:.0f} ms CPU "
             f"(two bare apps: {start['bare_ms']:.0f} ms, {start['bare_cpu_ms']:.0f} ms CPU; goal <= 300 ms)"
+        )
+    linux = found.get("linux_runtime")
+    if linux and linux.get("skipped"):
+        lines.append(f"linux runtime: skipped ({linux['skipped']})")
+    elif linux:
+        apis = ", ".join(
+            f"{p} {linux[f'{p}_linux_p50']:.1f} ms (emulator {linux[f'{p}_emulator_p50']:.1f} ms)"
+            for p in ("tensorlake", "opensandbox")
+        )
+        lines.append(
+            f"create -> echo -> delete p50: linux runtime {linux['linux_p50']:.1f} ms, emulator "
+            f"{linux['emulator_p50']:.2f} ms (goal linux < 60 ms); through the APIs: {apis}"
         )
     suite = found.get("suite")
     if suite and not suite.get("skipped"):

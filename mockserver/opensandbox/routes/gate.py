@@ -61,7 +61,10 @@ class RequestGate:
         return None
 
     async def _authenticated(self, scope: Scope, receive: Receive, send: Send) -> None:
-        denied = self._admit(scope, _headers(scope))
+        await self._pass(scope, receive, send, _headers(scope))
+
+    async def _pass(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        denied = self._admit(scope, headers)
         if denied is not None:
             await error_response(denied)(scope, receive, send)
             return
@@ -80,14 +83,22 @@ class RequestGate:
             await self.app(scope, receive, send)
             return
         request_id = (headers.get("x-request-id") or "").strip() or self.new_id()
+        lifecycle = is_lifecycle_path(str(scope.get("path", "")))
+        # Without an Origin, CORS only adds ``Vary: Origin``: done here, without the CORS layer's send wrapper.
+        vary = lifecycle and "origin" not in headers
 
         async def stamped(message: Message) -> None:
             if message["type"] == "http.response.start":
-                extra = [(b"x-request-id", request_id.encode("latin-1"))]
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
+                sent = list(message.get("headers", []))
+                if vary:
+                    values = [v.decode("latin-1") for k, v in sent if k.lower() == b"vary"]
+                    sent = [(k, v) for k, v in sent if k.lower() != b"vary"]
+                    sent.append((b"vary", ", ".join([*values, "Origin"]).encode("latin-1")))
+                sent.append((b"x-request-id", request_id.encode("latin-1")))
+                message = {**message, "headers": sent}
             await send(message)
 
-        if is_lifecycle_path(str(scope.get("path", ""))):
+        if lifecycle and not vary:
             await self.cors(scope, receive, stamped)
         else:
-            await self._authenticated(scope, receive, stamped)
+            await self._pass(scope, receive, stamped, headers)

@@ -15,8 +15,9 @@ stays free of starlette, uvicorn and httpx.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from mockserver.core.lazy import lazy_name
 
 if TYPE_CHECKING:
     from .faults import FaultCatalogue
@@ -42,12 +43,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+    """Import a public name from the module that defines it, on first use."""
+    return lazy_name(__name__, _LAZY, name)
 
 
 def sdk_env(mock: OpenSandboxMock, url: str | None = None) -> dict[str, str]:

@@ -6,8 +6,9 @@ so importing :mod:`mockserver.sandbox.filesystem` does not load the shell.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from mockserver.core.lazy import lazy_name
 
 if TYPE_CHECKING:
     from .commands import CommandEmulator
@@ -17,25 +18,25 @@ if TYPE_CHECKING:
     from .steps import Completed, Exit, Handler, Invocation, Output, Sleep, Step
 
 _HOMES = {
-    "CommandEmulator": "commands",
-    "FileInfo": "filesystem",
-    "FileSystem": "filesystem",
-    "FsError": "filesystem",
-    "FsErrorCode": "filesystem",
-    "normpath": "filesystem",
-    "LocalBackend": "local",
-    "EgressGate": "network",
-    "HttpResponse": "network",
-    "HttpTable": "network",
-    "OpenGate": "network",
-    "Resolution": "network",
-    "Completed": "steps",
-    "Exit": "steps",
-    "Handler": "steps",
-    "Invocation": "steps",
-    "Output": "steps",
-    "Sleep": "steps",
-    "Step": "steps",
+    "CommandEmulator": ".commands",
+    "FileInfo": ".filesystem",
+    "FileSystem": ".filesystem",
+    "FsError": ".filesystem",
+    "FsErrorCode": ".filesystem",
+    "normpath": ".filesystem",
+    "LocalBackend": ".local",
+    "EgressGate": ".network",
+    "HttpResponse": ".network",
+    "HttpTable": ".network",
+    "OpenGate": ".network",
+    "Resolution": ".network",
+    "Completed": ".steps",
+    "Exit": ".steps",
+    "Handler": ".steps",
+    "Invocation": ".steps",
+    "Output": ".steps",
+    "Sleep": ".steps",
+    "Step": ".steps",
 }
 
 __all__ = [
@@ -62,9 +63,5 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    """Import a public name from the module that defines it, on first use."""
+    return lazy_name(__name__, _HOMES, name)

@@ -5,8 +5,9 @@ The public names load lazily, so that ``import mockserver.tensorlake.model`` (th
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from mockserver.core.lazy import lazy_dir, lazy_name
 
 if TYPE_CHECKING:
     from mockserver.core.environment import DEFAULT_API_KEY
@@ -38,13 +39,8 @@ _HOMES = {
 
 def __getattr__(name: str) -> Any:
     """Import a public name from the module that defines it, on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+    return lazy_name(__name__, _HOMES, name)
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return lazy_dir(__name__, __all__)

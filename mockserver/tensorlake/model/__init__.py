@@ -17,8 +17,9 @@ Importing this package loads no starlette, uvicorn or httpx.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from mockserver.core.lazy import lazy_dir, lazy_name
 
 if TYPE_CHECKING:
     from .auth import SESSION_COOKIES, KeyRing, Tenant
@@ -91,13 +92,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Import a public name from the module that defines it, on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+    return lazy_name(__name__, _HOMES, name)
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return lazy_dir(__name__, __all__)

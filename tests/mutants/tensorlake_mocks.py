@@ -24,7 +24,6 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contracts.tensorlake import Decision, NetworkConfig, PolicyError, decide_egress
-from harness.reporting.mutation import register_mutants
 from mockserver.core.errors import ApiError
 from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
 from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, LifecycleApi, ProxyRequest, TensorLakeModel
@@ -32,6 +31,7 @@ from mockserver.tensorlake.model.auth import bearer_key
 from mockserver.tensorlake.model.records import Sandbox, owner_id
 from mockserver.tensorlake.model.validate import CreateRequest, PatchRequest, conflict
 from mockserver.tensorlake.routes.lifecycle import LifecycleContext, LifecycleRoutes
+from tests.mutants.naming import mutant_name, register_classes
 
 SUITE = "tensorlake-api"
 Headers = list[tuple[bytes, bytes]]
@@ -563,12 +563,7 @@ MUTANTS: tuple[type[MutantMock], ...] = (
 )
 
 
-def mutant_name(cls: type[MutantMock]) -> str:
-    """Return the registry name of a mutant class (``PatchNullIgnored`` -> ``patch-null-ignored``)."""
-    return re.sub(r"(?<!^)(?=[A-Z])|(?<=[a-z])(?=\d)", "-", cls.__name__).lower()
-
-
-register_mutants(SUITE, {mutant_name(m): m for m in MUTANTS})
+register_classes(SUITE, MUTANTS)
 
 __all__ = [
     "MUTANTS",

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from contracts.opensandbox import NetworkPolicy, PolicyError, merge_rules, parse_rules
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.tensorlake import TensorLakeMock
+from tests.mutants.asgi_body import read_request
 from tests.mutants.naming import mutant_name, register_classes
 
 SUITE = "concurrency"
@@ -33,19 +34,6 @@ Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
 # --- ASGI building blocks ------------------------------------------------------------------------------------
-
-
-async def read_request(receive: Receive) -> bytes:
-    """Return the whole request body."""
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
 
 
 async def call(app: ASGIApp, scope: Scope, method: str, body: bytes = b"") -> Answer:

@@ -19,10 +19,9 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from contracts.opensandbox import PolicyError
-from harness.concurrency.history import Operation
-from harness.concurrency.linearizability import Spec
+from harness.concurrency.modeling import ModelSpec, canonical
 from harness.concurrency.workload import ABSENT
-from mockserver.core import ApiError, IdFactory, VirtualClock
+from mockserver.core import IdFactory, VirtualClock
 from mockserver.opensandbox.model.egress import apply_delete, apply_patch, status_body
 from mockserver.opensandbox.model.profiles import make_profile
 from mockserver.opensandbox.model.spec import MAX_PAGE_SIZE, parse_create
@@ -40,22 +39,18 @@ EGRESS_KINDS = frozenset({"egress-get", "egress-patch", "egress-delete"})
 _EMPTY_FS = FileSystem(now=lambda: 0.0, user="root").dump()
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
 def sandbox_view(body: Any) -> str:
     """Return the compared part of a lifecycle ``Sandbox`` body: its state."""
     status = body.get("status") if isinstance(body, Mapping) else None
     state = status.get("state") if isinstance(status, Mapping) else None
-    return _canonical({"state": state})
+    return canonical({"state": state})
 
 
 def policy_view(body: Any) -> str:
     """Return the compared part of a sidecar ``/policy`` answer (all but ``enforcementMode``)."""
     if not isinstance(body, Mapping):
-        return _canonical({"unreadable": str(body)[:200]})
-    return _canonical({k: v for k, v in body.items() if k != "enforcementMode"})
+        return canonical({"unreadable": str(body)[:200]})
+    return canonical({k: v for k, v in body.items() if k != "enforcementMode"})
 
 
 def output_of(kind: str, status: int, body: Any, *, strict: bool) -> Hashable:
@@ -81,60 +76,27 @@ def list_view(item: Any) -> Hashable:
     return ABSENT if item is None else ("listed", sandbox_view(item))
 
 
-class OpenSandboxSpec(Spec[str]):
+class OpenSandboxSpec(ModelSpec[OpenSandboxState]):
     """The OpenSandbox model (Docker runtime profile) as a sequential specification of one sandbox."""
 
+    input_of = "an OpenSandbox"
+    sandbox_groups = ("sandboxes",)
+    empty_fs = _EMPTY_FS
+    invalid_request = (RequestValidationError,)
+
     def __init__(self, *, strict: bool, label: tuple[str, str], start: float = 0.0) -> None:
-        self.strict = strict
         self.label = label
-        self.start = start
         self.profile = make_profile("docker")
-        self._memo: dict[tuple[str, Hashable], tuple[str, Hashable]] = {}
-        self._initial = self._save(self._model())
+        super().__init__(strict=strict, start=start)
 
     def _model(self) -> OpenSandboxState:
         return OpenSandboxState(self.profile, VirtualClock("manual", start=self.start), IdFactory(0))
 
-    def _load(self, state: str) -> OpenSandboxState:
-        data = json.loads(state)
-        for sandbox in data["sandboxes"]:
-            sandbox["fs"] = _EMPTY_FS
-        model = self._model()
-        model.load(data)
-        return model
+    def _ident(self, model: OpenSandboxState) -> str:
+        return next(iter(model.sandboxes), "not-created")
 
-    @staticmethod
-    def _save(model: OpenSandboxState) -> str:
-        data = model.dump()
-        for sandbox in data["sandboxes"]:
-            sandbox.pop("fs", None)
-        return _canonical(data)
-
-    def initial(self) -> str:
-        """Return the dump of an empty model (the sandbox is not created yet, or deleted)."""
-        return self._initial
-
-    def step(self, state: str, op: Operation) -> tuple[str, Hashable]:
-        """Apply one operation through the model (memoised on state and input)."""
-        memo = self._memo.get((state, op.input))
-        if memo is None:
-            memo = self._apply(state, op.input)
-            self._memo[(state, op.input)] = memo
-        return memo
-
-    def _apply(self, state: str, request: Hashable) -> tuple[str, Hashable]:
-        if not isinstance(request, tuple) or not request:
-            raise ValueError(f"not an OpenSandbox concurrency input: {request!r}")
-        kind = str(request[0])
-        model = self._load(state)
-        ident = next(iter(model.sandboxes), "not-created")
-        try:
-            output = self._answer(model, kind, ident, request)
-        except RequestValidationError:
-            output = output_of(kind, 422, None, strict=self.strict)
-        except ApiError as exc:
-            output = output_of(kind, exc.status, {"code": exc.code}, strict=self.strict)
-        return self._save(model), output
+    def _output(self, kind: str, status: int, body: Any) -> Hashable:
+        return output_of(kind, status, body, strict=self.strict)
 
     def _answer(self, model: OpenSandboxState, kind: str, ident: str, request: tuple[Any, ...]) -> Hashable:
         strict = self.strict

@@ -22,10 +22,9 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from contracts.tensorlake import NetworkConfig, PolicyError
-from harness.concurrency.history import Operation
-from harness.concurrency.linearizability import Spec
+from harness.concurrency.modeling import ModelSpec, canonical
 from harness.concurrency.workload import ABSENT
-from mockserver.core import ApiError, IdFactory, VirtualClock
+from mockserver.core import IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FileSystem
 from mockserver.tensorlake.model.state import TensorLakeModel
 from mockserver.tensorlake.model.validate import parse_create
@@ -43,10 +42,6 @@ def _no_dns(name: str) -> Iterable[str]:
     return ()
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
 def _policy(value: Any) -> Any:
     """Return a ``network_policy`` in reference form when it parses, else unchanged."""
     if not isinstance(value, dict):
@@ -60,7 +55,7 @@ def _policy(value: Any) -> Any:
 def info_view(info: Any) -> str:
     """Return the compared fields of a SandboxInfo as canonical JSON."""
     if not isinstance(info, Mapping):
-        return _canonical({"unreadable": str(info)[:200]})
+        return canonical({"unreadable": str(info)[:200]})
     ports = info.get("exposed_ports")
     view = {
         "status": info.get("status"),
@@ -68,7 +63,7 @@ def info_view(info: Any) -> str:
         "exposed_ports": sorted(ports) if isinstance(ports, list) else [] if ports is None else ports,
         "allow_unauthenticated_access": bool(info.get("allow_unauthenticated_access") or False),
     }
-    return _canonical({k: view[k] for k in _VIEW_KEYS})
+    return canonical({k: view[k] for k in _VIEW_KEYS})
 
 
 def output_of(kind: str, status: int, body: Any, *, strict: bool) -> Hashable:
@@ -92,76 +87,39 @@ def list_view(item: Any, *, strict: bool) -> Hashable:
     return ("listed", info_view(item))
 
 
-class TensorLakeSpec(Spec[str]):
+class TensorLakeSpec(ModelSpec[TensorLakeModel]):
     """The TensorLake model as a sequential specification of one sandbox (inputs from the driver)."""
 
-    def __init__(self, *, strict: bool, start: float = 0.0) -> None:
-        self.strict = strict
-        self.start = start
-        self._memo: dict[tuple[str, Hashable], tuple[str, Hashable]] = {}
-        self._initial = self._save(self._model())
+    input_of = "a TensorLake"
+    sandbox_groups = ("sandboxes", "archive")
+    empty_fs = _EMPTY_FS
 
     def _model(self) -> TensorLakeModel:
         return TensorLakeModel(VirtualClock("manual", start=self.start), IdFactory(0), _no_dns)
 
-    def _load(self, state: str) -> TensorLakeModel:
-        data = json.loads(state)
-        for group in ("sandboxes", "archive"):
-            for sandbox in data[group]:
-                sandbox["fs"] = _EMPTY_FS
-        model = self._model()
-        model.load(data)
-        return model
+    def _ident(self, model: TensorLakeModel) -> str:
+        return next(iter(model.sandboxes), None) or next(iter(model.archive), None) or "not-created"
 
-    @staticmethod
-    def _save(model: TensorLakeModel) -> str:
-        data = model.dump()
-        for group in ("sandboxes", "archive"):
-            for sandbox in data[group]:
-                sandbox.pop("fs", None)
-        return _canonical(data)
+    def _output(self, kind: str, status: int, body: Any) -> Hashable:
+        return output_of(kind, status, body, strict=self.strict)
 
-    def initial(self) -> str:
-        """Return the dump of an empty model (the sandbox is not created yet)."""
-        return self._initial
-
-    def step(self, state: str, op: Operation) -> tuple[str, Hashable]:
-        """Apply one operation through the model (memoised on state and input)."""
-        memo = self._memo.get((state, op.input))
-        if memo is None:
-            memo = self._apply(state, op.input)
-            self._memo[(state, op.input)] = memo
-        return memo
-
-    def _apply(self, state: str, request: Hashable) -> tuple[str, Hashable]:
-        if not isinstance(request, tuple) or not request:
-            raise ValueError(f"not a TensorLake concurrency input: {request!r}")
-        kind = str(request[0])
-        model = self._load(state)
-        ident = next(iter(model.sandboxes), None) or next(iter(model.archive), None) or "not-created"
-        try:
-            if kind == "create":
-                sb, _ = model.create(OWNER, NAMESPACE, parse_create(json.loads(str(request[1])), _no_dns))
-                output = output_of(kind, 200, {"status": sb.status}, strict=self.strict)
-            elif kind == "get":
-                sb = model.find(OWNER, NAMESPACE, ident)
-                output = output_of(kind, 200, sb.info(sandbox_url=None, ingress_endpoint=None), strict=self.strict)
-            elif kind == "patch":
-                sb, _ = model.patch(OWNER, NAMESPACE, ident, json.loads(str(request[1])))
-                output = output_of(kind, 200, sb.info(sandbox_url=None, ingress_endpoint=None), strict=self.strict)
-            elif kind == "delete":
-                sb = model.delete(OWNER, NAMESPACE, ident)
-                output = output_of(kind, 200, sb.info(sandbox_url=None, ingress_endpoint=None), strict=self.strict)
-            elif kind == "list":
-                items = [
-                    sb.info(sandbox_url=None, ingress_endpoint=None) for sb in model.list_sandboxes(OWNER, NAMESPACE)
-                ]
-                output = list_view(items[0] if items else None, strict=self.strict)
-            else:
-                raise ValueError(f"unknown TensorLake concurrency operation {kind!r}")
-        except ApiError as exc:
-            output = output_of(kind, exc.status, {"code": exc.code}, strict=self.strict)
-        return self._save(model), output
+    def _answer(self, model: TensorLakeModel, kind: str, ident: str, request: tuple[Any, ...]) -> Hashable:
+        if kind == "create":
+            sb, _ = model.create(OWNER, NAMESPACE, parse_create(json.loads(str(request[1])), _no_dns))
+            return self._output(kind, 200, {"status": sb.status})
+        if kind == "get":
+            sb = model.find(OWNER, NAMESPACE, ident)
+            return self._output(kind, 200, sb.info(sandbox_url=None, ingress_endpoint=None))
+        if kind == "patch":
+            sb, _ = model.patch(OWNER, NAMESPACE, ident, json.loads(str(request[1])))
+            return self._output(kind, 200, sb.info(sandbox_url=None, ingress_endpoint=None))
+        if kind == "delete":
+            sb = model.delete(OWNER, NAMESPACE, ident)
+            return self._output(kind, 200, sb.info(sandbox_url=None, ingress_endpoint=None))
+        if kind == "list":
+            items = [sb.info(sandbox_url=None, ingress_endpoint=None) for sb in model.list_sandboxes(OWNER, NAMESPACE)]
+            return list_view(items[0] if items else None, strict=self.strict)
+        raise ValueError(f"unknown TensorLake concurrency operation {kind!r}")
 
     def describe(self, state: str) -> str:
         """Return the sandbox's compared fields, or that there is none (not created yet, or deleted)."""

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from harness.reporting.page import print_or_write
 from harness.strength import DOCUMENTS, SENTENCES, STRENGTHS, Contract, Sentence
 
 __all__ = ["CONTRACT_MODULES", "Coverage", "coverage", "main", "mutants_by_contract", "render"]
@@ -231,20 +230,25 @@ def render(found: Sequence[Contract] | None = None, kills: Mapping[str, list[str
 
 def main(argv: Sequence[str] | None = None, *, families: Callable[[], Iterable[Any]] | None = None) -> int:
     """Print the document, or write it to ``--write PATH``; ``--mutants MODULE:ATTR`` names the mutant catalogue."""
-    parser = argparse.ArgumentParser(prog="python -m harness.reporting.contracts_doc", description=__doc__)
-    parser.add_argument("--write", metavar="PATH", help="write the document here instead of printing it")
-    parser.add_argument("--mutants", metavar="MODULE:ATTR", help="a callable returning the mutant families")
-    args = parser.parse_args(argv)
-    if families is None and args.mutants:
-        module, _, attr = args.mutants.partition(":")
-        families = getattr(importlib.import_module(module), attr)
-    kills = mutants_by_contract(families()) if families is not None else {}
-    text = render(kills=kills)
-    if args.write:
-        Path(args.write).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return 0
+
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--mutants", metavar="MODULE:ATTR", help="a callable returning the mutant families")
+
+    def page(args: argparse.Namespace) -> str:
+        catalogue = families
+        if catalogue is None and args.mutants:
+            module, _, attr = args.mutants.partition(":")
+            catalogue = getattr(importlib.import_module(module), attr)
+        return render(kills=mutants_by_contract(catalogue()) if catalogue is not None else {})
+
+    return print_or_write(
+        page,
+        argv,
+        prog="python -m harness.reporting.contracts_doc",
+        description=__doc__,
+        what="document",
+        options=options,
+    )
 
 
 if __name__ == "__main__":

@@ -8,11 +8,9 @@ repository keeps it as ``docs/deviations.md``, and a test checks that file is cu
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
+from harness.reporting.page import print_or_write
 from mockserver.core.deviations import deviation_text, deviations_of
 
 PACKAGES = ("mockserver.tensorlake", "mockserver.opensandbox", "mockserver.linux")
@@ -49,15 +47,9 @@ def render() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table, or write it to ``--write PATH``."""
-    parser = argparse.ArgumentParser(prog="python -m harness.reporting.deviations_doc", description=__doc__)
-    parser.add_argument("--write", metavar="PATH", help="write the table here instead of printing it")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.write:
-        Path(args.write).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return 0
+    return print_or_write(
+        lambda _: render(), argv, prog="python -m harness.reporting.deviations_doc", description=__doc__, what="table"
+    )
 
 
 if __name__ == "__main__":

@@ -8,11 +8,9 @@ repository's copy is current.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
+from harness.reporting.page import print_or_write
 from mockserver.admin.catalogue import FaultParam, NamedFault
 
 
@@ -57,15 +55,9 @@ def render() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the page, or write it to ``--write PATH``."""
-    parser = argparse.ArgumentParser(prog="python -m harness.reporting.faults_doc", description=__doc__)
-    parser.add_argument("--write", metavar="PATH", help="write the page here instead of printing it")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.write:
-        Path(args.write).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return 0
+    return print_or_write(
+        lambda _: render(), argv, prog="python -m harness.reporting.faults_doc", description=__doc__, what="page"
+    )
 
 
 if __name__ == "__main__":

@@ -24,28 +24,16 @@ from typing import Any, ClassVar
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contracts.opensandbox import NetworkPolicy, PolicyError, merge_rules, parse_rules
-from harness.reporting.mutation import register_mutants
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.tensorlake import TensorLakeMock
+from tests.mutants.asgi_body import read_request
+from tests.mutants.naming import mutant_name, register_classes
 
 SUITE = "concurrency"
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
 # --- ASGI building blocks ------------------------------------------------------------------------------------
-
-
-async def read_request(receive: Receive) -> bytes:
-    """Return the whole request body."""
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
 
 
 async def call(app: ASGIApp, scope: Scope, method: str, body: bytes = b"") -> Answer:
@@ -231,12 +219,7 @@ MUTANTS: tuple[type[TensorLakeMock] | type[OpenSandboxMock], ...] = (
 )
 
 
-def mutant_name(cls: type[Any]) -> str:
-    """Return the registry name of a mutant class (``StaleGetTensorLake`` -> ``stale-get-tensor-lake``)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", cls.__name__).lower()
-
-
-register_mutants(SUITE, {mutant_name(m): m for m in MUTANTS})
+register_classes(SUITE, MUTANTS)
 
 __all__ = [
     "MUTANTS",

@@ -24,7 +24,6 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contracts.tensorlake import Decision, NetworkConfig, PolicyError, decide_egress
-from harness.reporting.mutation import register_mutants
 from mockserver.core.errors import ApiError
 from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
 from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, LifecycleApi, ProxyRequest, TensorLakeModel
@@ -32,6 +31,8 @@ from mockserver.tensorlake.model.auth import bearer_key
 from mockserver.tensorlake.model.records import Sandbox, owner_id
 from mockserver.tensorlake.model.validate import CreateRequest, PatchRequest, conflict
 from mockserver.tensorlake.routes.lifecycle import LifecycleContext, LifecycleRoutes
+from tests.mutants.asgi_body import read_request
+from tests.mutants.naming import mutant_name, register_classes
 
 SUITE = "tensorlake-api"
 Headers = list[tuple[bytes, bytes]]
@@ -408,18 +409,6 @@ def _host(scope: Scope) -> str:
     return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "")
 
 
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
 class _RefuseWebSockets:
     """Close every WebSocket to a user port before accepting it (plain HTTP still passes)."""
 
@@ -461,7 +450,7 @@ class _CloseOnPolicyUpdate:
         if patched is None or scope["method"] != "PATCH":
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_request(receive)
         if b'"network"' in body:
             for stop in self.open.get(patched.group(1), []):
                 stop.set()
@@ -563,12 +552,7 @@ MUTANTS: tuple[type[MutantMock], ...] = (
 )
 
 
-def mutant_name(cls: type[MutantMock]) -> str:
-    """Return the registry name of a mutant class (``PatchNullIgnored`` -> ``patch-null-ignored``)."""
-    return re.sub(r"(?<!^)(?=[A-Z])|(?<=[a-z])(?=\d)", "-", cls.__name__).lower()
-
-
-register_mutants(SUITE, {mutant_name(m): m for m in MUTANTS})
+register_classes(SUITE, MUTANTS)
 
 __all__ = [
     "MUTANTS",

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import importlib
 import json
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.serving import served_opensandbox
+
 from .conftest import run
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY = "a-key-of-my-own-ci"
 
 
@@ -38,20 +35,8 @@ def gym() -> ModuleType:
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
     """Run ``sandproof serve`` on free ports; yield the OpenSandbox mock's URL."""
-    command = [sys.executable, "-m", "sandproof.cli", "serve", "--tensorlake-port", "0", "--opensandbox-port", "0"]
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = None
-        while url is None:
-            line = proc.stdout.readline()
-            assert line, "serve exited before printing its URLs"
-            if line.startswith("opensandbox "):
-                url = line.split()[1]
+    with served_opensandbox() as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=20)
 
 
 @pytest.fixture

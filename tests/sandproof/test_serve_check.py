@@ -7,35 +7,12 @@ another, with the key a user's CI would keep in ``OPEN_SANDBOX_API_KEY``.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@contextmanager
-def served(*extra: str) -> Iterator[str]:
-    """Run ``sandproof serve`` on free ports; yield the OpenSandbox mock's URL."""
-    command = [sys.executable, "-m", "sandproof.cli", "serve", "--tensorlake-port", "0", "--opensandbox-port", "0"]
-    proc = subprocess.Popen([*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = None
-        while url is None:
-            line = proc.stdout.readline()
-            assert line, "serve exited before printing its URLs"
-            if line.startswith("opensandbox "):
-                url = line.split()[1]
-        yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=20)
+from tests.serving import ROOT, served_opensandbox
 
 
 @pytest.mark.parametrize(
@@ -49,7 +26,7 @@ def served(*extra: str) -> Iterator[str]:
 def test_check_passes_against_the_served_opensandbox_mock(
     serve_args: tuple[str, ...], key: str, only: tuple[str, ...]
 ) -> None:
-    with served(*serve_args) as url:
+    with served_opensandbox(*serve_args) as url:
         env = {**os.environ, "OPEN_SANDBOX_API_KEY": key}
         command = [sys.executable, "-m", "sandproof.cli", "check", "--target", f"opensandbox:{url}", "--profile", "dev"]
         done = subprocess.run([*command, *only, "-q"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)

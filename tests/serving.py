@@ -1,0 +1,34 @@
+"""``sandproof serve`` as a subprocess on free ports, for the tests that reach the served mocks over HTTP only."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def served_opensandbox(*extra: str) -> Iterator[str]:
+    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield the OpenSandbox mock's URL.
+
+    The URL is the one ``serve`` prints; on exit the server gets SIGINT and is waited for.
+    """
+    command = [sys.executable, "-m", "sandproof.cli", "serve", "--tensorlake-port", "0", "--opensandbox-port", "0"]
+    proc = subprocess.Popen([*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = None
+        while url is None:
+            line = proc.stdout.readline()
+            assert line, "serve exited before printing its URLs"
+            if line.startswith("opensandbox "):
+                url = line.split()[1]
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)

@@ -170,6 +170,7 @@ class _HalfAppliedModel(TensorLakeModel):
                     pass
                 else:
                     sb.network = NetworkConfig(current.allow_internet_access, wanted.allow_out, current.deny_out)
+                    self.changed(sb)  # a change the service shows (the record's revision moves)
             return super().patch(owner, namespace, ident, body)
 
 

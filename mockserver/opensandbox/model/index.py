@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -120,7 +121,8 @@ class SandboxIndex:
     def page(self, tenant: str, states: Iterable[str], metadata: Mapping[str, str], start: int, size: int) -> Page:
         """Return the ids of matches ``start`` to ``start + size`` (newest first) and the number of matches."""
         wanted = {s.lower() for s in states}
-        end = start + size
+        start = min(start, sys.maxsize)  # a page far past any population (islice takes no larger bound)
+        end = min(start + size, sys.maxsize)
         if not metadata:
             if not wanted:
                 keys = self._tenants.get((tenant,), [])

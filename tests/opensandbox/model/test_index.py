@@ -117,3 +117,13 @@ def test_refresh_settles_only_what_is_due() -> None:
     calls.clear()
     state.refresh()
     assert calls == []  # nothing left to do: the heap is empty of due work
+
+
+@pytest.mark.parametrize("states", [[], ["running"], ["running", "paused"]])
+@pytest.mark.parametrize("metadata", [{}, {"team": "a"}])
+def test_a_page_far_past_the_population_is_empty_with_the_total(states: list[str], metadata: dict[str, str]) -> None:
+    state = new_state("docker")
+    create(state, metadata={"team": "a"})
+    huge = 2**80  # a fuzzed page number: past any bound islice takes
+    listed = state.list("default", states, metadata, huge, huge)
+    assert listed["items"] == [] and listed["pagination"]["totalItems"] == 1

@@ -30,7 +30,7 @@ from contracts.sandbox_network import (
     SandboxSpec,
     TensorLakeNetworkProvider,
 )
-from harness.policy.tensorlake.runner import CheckFailed, CheckResult, expect, run_property
+from harness.policy.tensorlake.runner import CheckFailed, CheckResult, expect, run_named, run_property
 from harness.strength import Contract, choice, observed, spec, tagged
 
 __all__ = ["CHECKS", "CONTRACTS", "SUITE", "Restrict", "Subject", "run_checks"]
@@ -344,14 +344,7 @@ def run_checks(
 ) -> list[CheckResult]:
     """Run the checks (all, or ``only``) on ``restrict`` with ``engine`` judging its policies; one result each."""
     subject = Subject(restrict, engine)
-    names = list(CHECKS) if only is None else list(only)
-    unknown = [name for name in names if name not in CHECKS]
-    if unknown:
-        raise KeyError(f"unknown check(s): {', '.join(unknown)}")
-    results: list[CheckResult] = []
-    for name in names:
-        result = CHECKS[name](subject, max_examples=max_examples, derandomize=derandomize, shrink=shrink)
-        results.append(result)
-        if fail_fast and result.fails_run(strict):
-            break
-    return results
+    return run_named(
+        CHECKS, subject, only, fail_fast=fail_fast, strict=strict,
+        max_examples=max_examples, derandomize=derandomize, shrink=shrink,
+    )  # fmt: skip

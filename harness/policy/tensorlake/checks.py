@@ -40,7 +40,7 @@ from harness.policy.tensorlake.properties import (
     check_hostname_follows_dns,
     check_wildcard_apex,
 )
-from harness.policy.tensorlake.runner import CheckFailed, CheckResult
+from harness.policy.tensorlake.runner import CheckFailed, CheckResult, run_named
 from harness.policy.tensorlake.spelling import check_case_insensitive, check_idna
 from harness.policy.tensorlake.strategies import (
     allow_entries,
@@ -163,14 +163,7 @@ def run_checks(
     ``strict``, a differing choice too); ``shrink=False`` reports the first failing input found instead of a
     minimal one (faster).
     """
-    names = list(CHECKS) if only is None else list(only)
-    unknown = [name for name in names if name not in CHECKS]
-    if unknown:
-        raise KeyError(f"unknown check(s): {', '.join(unknown)}")
-    results: list[CheckResult] = []
-    for name in names:
-        result = CHECKS[name](engine, max_examples=max_examples, derandomize=derandomize, shrink=shrink)
-        results.append(result)
-        if fail_fast and result.fails_run(strict):
-            break
-    return results
+    return run_named(
+        CHECKS, engine, only, fail_fast=fail_fast, strict=strict,
+        max_examples=max_examples, derandomize=derandomize, shrink=shrink,
+    )  # fmt: skip

@@ -6,15 +6,15 @@ contract (strength and source) to the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 
 from harness.strength import CheckResult
 
-__all__ = ["CheckFailed", "CheckResult", "expect", "raises", "run_examples", "run_property"]
+__all__ = ["CheckFailed", "CheckResult", "expect", "raises", "run_examples", "run_named", "run_property"]
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -97,3 +97,30 @@ def run_examples(name: str, engine: E, body: Callable[[E], None]) -> CheckResult
     except Exception as exc:
         return CheckResult(name, False, getattr(exc, "example", None), f"{type(exc).__name__}: {exc}")
     return CheckResult(name, True)
+
+
+def run_named(
+    checks: Mapping[str, Callable[..., CheckResult]],
+    subject: Any,
+    only: Iterable[str] | None,
+    *,
+    fail_fast: bool,
+    strict: bool,
+    **options: Any,
+) -> list[CheckResult]:
+    """Run ``checks`` (all, or the names in ``only``, in that order) on ``subject``; one result each.
+
+    Every check is called as ``check(subject, **options)``; an unknown name is a KeyError before any runs.
+    ``fail_fast`` stops at the first check that fails the run (under ``strict``, a differing choice too).
+    """
+    names = list(checks) if only is None else list(only)
+    unknown = [name for name in names if name not in checks]
+    if unknown:
+        raise KeyError(f"unknown check(s): {', '.join(unknown)}")
+    results: list[CheckResult] = []
+    for name in names:
+        result = checks[name](subject, **options)
+        results.append(result)
+        if fail_fast and result.fails_run(strict):
+            break
+    return results

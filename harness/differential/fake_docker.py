@@ -3,7 +3,9 @@
 It serves only what opensandbox-server 1.1.1 calls: version/info, image inspect/pull/commit, volume inspect,
 containers create/start/stop/kill/pause/unpause/update/delete/inspect/list/logs and archive get/put.
 Any other call answers a Docker-style 404 and is recorded in `FakeDocker.unhandled`.
-Containers report IP 127.0.0.1; optional `publish` relays mapped host ports like docker-proxy does.
+Containers report IP 127.0.0.1. Optional `publish` serves a container port's published host port: an int relays it
+to that 127.0.0.1 port like docker-proxy does; a :class:`PortService` serves an ASGI app of that container's own on
+it (opened when the container starts, closed when it stops or is removed), so each container has its own service.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import socket
 import tarfile
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 import uvicorn
+from uvicorn.server import ServerState
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -37,6 +40,19 @@ _VERSION_PREFIX = re.compile(r"^/v\d+\.\d+(?=/)")
 _TRUE = ("1", "true", "True")
 _ZERO_TIME = "0001-01-01T00:00:00Z"
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+class PortService(Protocol):
+    """What serves one container port of every container that publishes it (see the module docstring)."""
+
+    def open(self, container: dict[str, Any]) -> ASGIApp:
+        """Return the app serving this container's port (called when the container starts)."""
+
+    def close(self, container: dict[str, Any]) -> None:
+        """Forget the container's service (called when it stops or is removed)."""
+
+
+Published = int | PortService
 
 
 def _now() -> str:
@@ -74,12 +90,13 @@ def _with_tag(ref: str, tag: str = "latest") -> str:
 class FakeDocker:
     """Keep images and containers in memory and serve them over the Engine API."""
 
-    def __init__(self, publish: dict[int, int] | None = None) -> None:
-        self.publish = dict(publish or {})
+    def __init__(self, publish: Mapping[int, Published] | None = None) -> None:
+        self.publish: dict[int, Published] = dict(publish or {})
         self.images: dict[str, dict[str, Any]] = {}
         self.containers: dict[str, dict[str, Any]] = {}
         self.unhandled: list[str] = []
         self._relays: dict[str, list[asyncio.Server]] = {}
+        self._services: dict[str, list[PortService]] = {}
         c = "/containers/{cid}"
         routes: list[tuple[str, str, Handler]] = [
             ("GET", "/_ping", self.ping),
@@ -114,6 +131,8 @@ class FakeDocker:
         yield
         for cid in list(self._relays):
             self._close_relays(cid)
+        for ctr in list(self.containers.values()):
+            self._close_services(ctr)
 
     async def fallback(self, request: Request) -> Response:
         """Record a call this fake does not implement and answer 404."""
@@ -242,6 +261,7 @@ class FakeDocker:
         if ctr["State"]["Running"] and request.query_params.get("force") not in _TRUE:
             return _err(409, "You cannot remove a running container. Stop the container before removing.")
         self._close_relays(ctr["Id"])
+        self._close_services(ctr)
         del self.containers[ctr["Id"]]
         return Response(status_code=204)
 
@@ -261,6 +281,7 @@ class FakeDocker:
                 )
             st.update(Status="exited", Running=False, Paused=False, Pid=0, FinishedAt=_now(), ExitCode=137)
             self._close_relays(ctr["Id"])
+            self._close_services(ctr)
         elif act in ("pause", "unpause"):
             if not st["Running"] or st["Paused"] == (act == "pause"):
                 return _err(409, f"Container {ctr['Id']} is {'paused' if st['Paused'] else 'not paused/running'}")
@@ -296,19 +317,42 @@ class FakeDocker:
         return Response(status_code=200)
 
     async def _open_relays(self, ctr: dict[str, Any]) -> None:
-        """Relay each published host port whose container port is in `publish` to its 127.0.0.1 target."""
+        """Serve each published host port whose container port is in `publish`: a relay, or the port's service."""
         for spec, bindings in ctr["NetworkSettings"]["Ports"].items():
             target = self.publish.get(int(spec.split("/")[0]))
             if target is None:
                 continue
             for binding in bindings:
-                server = await asyncio.start_server(_relay_to(target), "127.0.0.1", int(binding["HostPort"]))
+                host_port = int(binding["HostPort"])
+                if isinstance(target, int):
+                    server = await asyncio.start_server(_relay_to(target), "127.0.0.1", host_port)
+                else:
+                    server = await _serve_asgi(target.open(ctr), host_port)
+                    self._services.setdefault(ctr["Id"], []).append(target)
                 self._relays.setdefault(ctr["Id"], []).append(server)
 
     def _close_relays(self, cid: str) -> None:
-        """Stop the relays of a container."""
+        """Stop the relays and port servers of a container."""
         for server in self._relays.pop(cid, []):
             server.close()
+
+    def _close_services(self, ctr: dict[str, Any]) -> None:
+        """Tell the port services of a container that it is gone."""
+        for service in self._services.pop(ctr["Id"], []):
+            service.close(ctr)
+
+
+async def _serve_asgi(app: ASGIApp, port: int) -> asyncio.Server:
+    """Serve `app` on 127.0.0.1:`port` in the running loop, with uvicorn's HTTP and WebSocket protocols."""
+    config = uvicorn.Config(app, interface="asgi3", log_level="warning", access_log=False, lifespan="off")
+    config.load()
+    state = ServerState()
+
+    def protocol() -> asyncio.Protocol:
+        made: asyncio.Protocol = config.http_protocol_class(config=config, server_state=state, app_state={})  # type: ignore[call-arg]
+        return made
+
+    return await asyncio.get_running_loop().create_server(protocol, "127.0.0.1", port)
 
 
 def _relay_to(port: int) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:

@@ -1,6 +1,8 @@
 """Run the real opensandbox-server 1.1.1 on 127.0.0.1 on top of the fake Docker Engine API.
 
-execd hook: with `execd_port`, the fake Docker relays each sandbox's published execd host port to
+execd hook: with `execd=MockExecd()` (:mod:`harness.differential.execd`), each sandbox's published execd host
+port is served by a sandbox of its own in sandproof's OpenSandbox mock, as real execd runs in each container.
+With `execd_port`, the fake Docker relays each sandbox's published execd host port to
 127.0.0.1:`execd_port` and the server proxies with `resolve_internal = false`. Both
 `/v1/sandboxes/{id}/proxy/44772/<path>` and the direct endpoint `127.0.0.1:<hostPort>/proxy/44772/<path>`
 then reach the look-alike as `/proxy/44772/<path>`, the path real execd serves its port proxy on; wrap a
@@ -23,7 +25,7 @@ from types import TracebackType
 import httpx
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from harness.differential.fake_docker import FakeDocker, ThreadedServer
+from harness.differential.fake_docker import FakeDocker, PortService, Published, ThreadedServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VENV = REPO_ROOT / ".venv-oss"
@@ -94,17 +96,20 @@ class RealOpenSandboxServer:
         api_key: str | None = "sandproof-real-key",
         venv: Path = DEFAULT_VENV,
         execd_port: int | None = None,
+        execd: PortService | None = None,
         startup_timeout: float = 30.0,
         log_level: str = "INFO",
     ) -> None:
         self.api_key = api_key
         self.venv = venv
         self.execd_port = execd_port
+        self.execd = execd
         self.startup_timeout = startup_timeout
         self.log_level = log_level
         self.port = 0
         self.startup_seconds = 0.0
-        self.fake_docker = FakeDocker(publish={EXECD_PORT: execd_port} if execd_port else None)
+        hook: Published | None = execd if execd is not None else execd_port
+        self.fake_docker = FakeDocker(publish={EXECD_PORT: hook} if hook is not None else None)
         self._docker_server: ThreadedServer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: Path | None = None
@@ -138,7 +143,7 @@ class RealOpenSandboxServer:
             "runtime": {"type": "docker", "execd_image": "opensandbox/execd:v1.1.0"},
             "store": {"type": "sqlite", "path": str(tmp / "opensandbox.db")},
             "docker": {"network_mode": "bridge", "publish_host": "127.0.0.1"},
-            "proxy": {"resolve_internal": self.execd_port is None},
+            "proxy": {"resolve_internal": self.execd_port is None and self.execd is None},
         }
         if self.api_key:
             sections["server"]["api_key"] = self.api_key

@@ -10,29 +10,49 @@ deleted. Two sandboxes of the real server thus have two execds, with their own f
 
 Requests reach the host port as the real server sends them (``/proxy/44772/<path>`` through its proxy and the
 direct endpoint; a bare ``/<path>`` too) and the mock's sandbox-port route ``/direct/{id}/44772/<path>`` answers.
+Every answer carries :data:`STAND_IN_HEADER`, so a client can tell that the execd behind a sandbox is sandproof's
+(the OpenAPI contract then skips what the mock does not emulate, as on the mock target).
+
+No egress sidecar runs here. :class:`SidecarReadiness` serves the sidecar's port 18080 only so that the real server's
+readiness probe (``GET /healthz``) passes and a create with a ``networkPolicy`` is accepted as on Docker; every other
+request on that port answers 503 :data:`NO_SIDECAR_CODE`, and the contracts that need a sidecar skip with that reason.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockserver.core import VirtualClock
 from mockserver.opensandbox.mock import OpenSandboxMock
 from mockserver.opensandbox.model import lifecycle
 from mockserver.opensandbox.model.auth import DEFAULT_TENANT, DIRECT_PREFIX
-from mockserver.opensandbox.model.profiles import EXECD_PORT
+from mockserver.opensandbox.model.profiles import EGRESS_PORT, EXECD_PORT
 
-__all__ = ["EGRESS_SIDECAR_LABEL", "SANDBOX_ID_LABEL", "MockExecd"]
+__all__ = [
+    "EGRESS_SIDECAR_LABEL",
+    "NO_SIDECAR_CODE",
+    "SANDBOX_ID_LABEL",
+    "STAND_IN_HEADER",
+    "MockExecd",
+    "SidecarReadiness",
+    "sandbox_id_of",
+]
 
 #: The labels opensandbox-server 1.1.1 puts on a sandbox's container and on its egress sidecar
 #: (``services/constants.py``, ``services/docker/networking.py``).
 SANDBOX_ID_LABEL = "opensandbox.io/id"
 EGRESS_SIDECAR_LABEL = "opensandbox.io/egress-sidecar-for"
-_PROXY_PREFIX = f"/proxy/{EXECD_PORT}"
+_PORT_PROXY = re.compile(r"^/proxy/(?P<port>\d+)(?P<rest>/.*)?$", re.DOTALL)
+#: The header on every answer of sandproof's execd stand-in (value: what stands in).
+STAND_IN_HEADER = "x-sandproof-stand-in"
+#: The code of every answer on port 18080 but the readiness probe: no egress sidecar runs here.
+NO_SIDECAR_CODE = "SANDPROOF::NO_EGRESS_SIDECAR"
 #: The body of the stand-in sandbox: no expiry (the real server expires and removes the container).
 _SANDBOX_BODY = {
     "image": {"uri": "opensandbox/execd-stand-in"},
@@ -74,17 +94,58 @@ class MockExecd:
 
 
 class _ExecdPort:
-    """Route a request on one container's execd host port to its sandbox's execd in the mock."""
+    """Route a request on one container's execd host port to its sandbox's execd in the mock.
+
+    execd's port proxy ``/proxy/{port}/<path>`` reaches the sandbox's other ports (the real server's endpoints
+    of 18080 and 8080 point there): ``/proxy/44772`` and a bare path are execd itself, ``/proxy/18080`` has no
+    sidecar behind it (:func:`_readiness_only`), any other port is the mock sandbox's own port.
+    """
 
     def __init__(self, app: ASGIApp, mock_id: str) -> None:
         self.app = app
-        self.prefix = f"{DIRECT_PREFIX}/{mock_id}/{EXECD_PORT}"
+        self.mock_id = mock_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             path: str = scope.get("path", "")
-            if path == _PROXY_PREFIX or path.startswith(_PROXY_PREFIX + "/"):
-                path = path[len(_PROXY_PREFIX) :]
-            path = self.prefix + (path if path.startswith("/") else "/" + path)
+            port, rest = EXECD_PORT, path
+            found = _PORT_PROXY.match(path)
+            if found:
+                port, rest = int(found["port"]), found["rest"] or "/"
+            if port == EGRESS_PORT:
+                await _readiness_only(dict(scope, path=rest), receive, send)
+                return
+            path = f"{DIRECT_PREFIX}/{self.mock_id}/{port}{rest if rest.startswith('/') else '/' + rest}"
             scope = dict(scope, path=path, raw_path=path.encode(), root_path="")
-        await self.app(scope, receive, send)
+
+        async def marked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), (STAND_IN_HEADER.encode(), b"execd")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, marked)
+
+
+class SidecarReadiness:
+    """Port 18080 of every egress sidecar: the readiness probe passes, nothing else is served (no sidecar runs)."""
+
+    def open(self, container: dict[str, Any]) -> ASGIApp:
+        """Return the readiness-only app (the same for every sidecar)."""
+        return _readiness_only
+
+    def close(self, container: dict[str, Any]) -> None:
+        """Nothing to forget."""
+
+
+async def _readiness_only(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer ``GET /healthz`` 200 and anything else 503 :data:`NO_SIDECAR_CODE`."""
+    if scope["type"] != "http":
+        await send({"type": "websocket.close", "code": 4503, "reason": NO_SIDECAR_CODE})
+        return
+    headers = {STAND_IN_HEADER: "egress-readiness"}
+    if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/healthz"):
+        await PlainTextResponse("OK", headers=headers)(scope, receive, send)
+        return
+    message = "no egress sidecar runs behind this sandbox: sandproof stands in only for its readiness probe"
+    await JSONResponse({"code": NO_SIDECAR_CODE, "message": message}, 503, headers=headers)(scope, receive, send)

@@ -1,6 +1,6 @@
 """Stateful fake Docker Engine API (v1.43 subset) that lets the real opensandbox-server run without Docker.
 
-It serves only what opensandbox-server 1.1.1 calls: version/info, image inspect/pull/commit, volume inspect,
+It serves only what opensandbox-server 1.1.1 calls: version/info, image inspect/pull/commit, volume create/inspect/delete,
 containers create/start/stop/kill/pause/unpause/update/delete/inspect/list/logs and archive get/put.
 Any other call answers a Docker-style 404 and is recorded in `FakeDocker.unhandled`.
 Containers report IP 127.0.0.1. Optional `publish` serves a container port's published host port: an int relays it
@@ -94,9 +94,11 @@ class FakeDocker:
         self.publish: dict[int, Published] = dict(publish or {})
         self.images: dict[str, dict[str, Any]] = {}
         self.containers: dict[str, dict[str, Any]] = {}
+        self.volumes: dict[str, dict[str, Any]] = {}
         self.unhandled: list[str] = []
-        self._relays: dict[str, list[asyncio.Server]] = {}
+        self._relays: dict[str, list[asyncio.Server | _AppServer]] = {}
         self._services: dict[str, list[PortService]] = {}
+        self._served: dict[str, list[tuple[int, int | ASGIApp]]] = {}
         c = "/containers/{cid}"
         routes: list[tuple[str, str, Handler]] = [
             ("GET", "/_ping", self.ping),
@@ -105,7 +107,9 @@ class FakeDocker:
             ("POST", "/images/create", self.pull),
             ("GET", "/images/{name:path}/json", self.image_inspect),
             ("POST", "/commit", self.commit),
+            ("POST", "/volumes/create", self.volume_create),
             ("GET", "/volumes/{name}", self.volume_inspect),
+            ("DELETE", "/volumes/{name}", self.volume_delete),
             ("POST", "/containers/create", self.create),
             ("GET", "/containers/json", self.list),
             ("GET", c + "/json", self.inspect),
@@ -189,9 +193,25 @@ class FakeDocker:
         image = self._add_image(f"{q.get('repo')}:{q.get('tag') or 'latest'}")
         return JSONResponse({"Id": image["Id"]}, status_code=201)
 
+    async def volume_create(self, request: Request) -> Response:
+        """Create a named volume (the egress sidecar's runtime volume, a PVC created if missing)."""
+        spec: dict[str, Any] = await request.json()
+        name = str(spec.get("Name") or secrets.token_hex(16))
+        volume = self.volumes.setdefault(
+            name, {"Name": name, "Driver": "local", "Labels": spec.get("Labels") or {}, "Mountpoint": "", "Scope": "local"}
+        )
+        return JSONResponse(volume, status_code=201)
+
     async def volume_inspect(self, request: Request) -> Response:
-        """Know no volumes: the server only inspects the runtime volume it may have to clean up."""
-        return _err(404, f"get {request.path_params['name']}: no such volume")
+        """Inspect a volume created here; any other is unknown."""
+        volume = self.volumes.get(request.path_params["name"])
+        return JSONResponse(volume) if volume else _err(404, f"get {request.path_params['name']}: no such volume")
+
+    async def volume_delete(self, request: Request) -> Response:
+        """Remove a volume created here."""
+        if self.volumes.pop(request.path_params["name"], None) is None:
+            return _err(404, f"get {request.path_params['name']}: no such volume")
+        return Response(status_code=204)
 
     def _get(self, ref: str) -> dict[str, Any] | None:
         """Look a container up by id, id prefix or name."""
@@ -286,6 +306,10 @@ class FakeDocker:
             if not st["Running"] or st["Paused"] == (act == "pause"):
                 return _err(409, f"Container {ctr['Id']} is {'paused' if st['Paused'] else 'not paused/running'}")
             st.update(Status="paused" if act == "pause" else "running", Paused=act == "pause")
+            if act == "pause":
+                self._close_relays(ctr["Id"])
+            else:
+                await self._open_relays(ctr)
         elif act == "update":
             body = await request.json()
             ctr["Config"]["Labels"] = body.pop("Labels", ctr["Config"]["Labels"])
@@ -317,42 +341,73 @@ class FakeDocker:
         return Response(status_code=200)
 
     async def _open_relays(self, ctr: dict[str, Any]) -> None:
-        """Serve each published host port whose container port is in `publish`: a relay, or the port's service."""
-        for spec, bindings in ctr["NetworkSettings"]["Ports"].items():
-            target = self.publish.get(int(spec.split("/")[0]))
-            if target is None:
-                continue
-            for binding in bindings:
-                host_port = int(binding["HostPort"])
-                if isinstance(target, int):
-                    server = await asyncio.start_server(_relay_to(target), "127.0.0.1", host_port)
-                else:
-                    server = await _serve_asgi(target.open(ctr), host_port)
+        """Serve each published host port whose container port is in `publish`: a relay, or the port's service.
+
+        A service's app is made once per run of the container; a pause closes the ports (a paused container
+        answers nothing) and an unpause serves the same apps again.
+        """
+        served = self._served.get(ctr["Id"])
+        if served is None:
+            served = self._served[ctr["Id"]] = []
+            for spec, bindings in ctr["NetworkSettings"]["Ports"].items():
+                target = self.publish.get(int(spec.split("/")[0]))
+                if target is None:
+                    continue
+                app: int | ASGIApp = target if isinstance(target, int) else target.open(ctr)
+                if not isinstance(target, int):
                     self._services.setdefault(ctr["Id"], []).append(target)
-                self._relays.setdefault(ctr["Id"], []).append(server)
+                served += [(int(binding["HostPort"]), app) for binding in bindings]
+        for host_port, app in served:
+            server: asyncio.Server | _AppServer
+            if isinstance(app, int):
+                server = await asyncio.start_server(_relay_to(app), "127.0.0.1", host_port)
+            else:
+                server = await _serve_asgi(app, host_port)
+            self._relays.setdefault(ctr["Id"], []).append(server)
 
     def _close_relays(self, cid: str) -> None:
-        """Stop the relays and port servers of a container."""
+        """Stop listening on the published ports of a container."""
         for server in self._relays.pop(cid, []):
             server.close()
 
     def _close_services(self, ctr: dict[str, Any]) -> None:
-        """Tell the port services of a container that it is gone."""
+        """Stop listening and tell the port services of a container that it is gone."""
+        self._close_relays(ctr["Id"])
+        self._served.pop(ctr["Id"], None)
         for service in self._services.pop(ctr["Id"], []):
             service.close(ctr)
 
 
-async def _serve_asgi(app: ASGIApp, port: int) -> asyncio.Server:
+class _AppServer:
+    """An ASGI app served in the running loop; :meth:`close` also drops its open connections."""
+
+    def __init__(self, server: asyncio.Server, state: ServerState) -> None:
+        self.server = server
+        self.state = state
+
+    def close(self) -> None:
+        """Stop listening and close every open connection (a kept-alive client sees the port go away)."""
+        self.server.close()
+        for connection in list(self.state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is not None:
+                transport.close()
+
+
+async def _serve_asgi(app: ASGIApp, port: int) -> _AppServer:
     """Serve `app` on 127.0.0.1:`port` in the running loop, with uvicorn's HTTP and WebSocket protocols."""
     config = uvicorn.Config(app, interface="asgi3", log_level="warning", access_log=False, lifespan="off")
     config.load()
     state = ServerState()
 
     def protocol() -> asyncio.Protocol:
-        made: asyncio.Protocol = config.http_protocol_class(config=config, server_state=state, app_state={})  # type: ignore[call-arg]
+        made: asyncio.Protocol = config.http_protocol_class(  # type: ignore[call-arg]
+            config=config, server_state=state, app_state={}
+        )
         return made
 
-    return await asyncio.get_running_loop().create_server(protocol, "127.0.0.1", port)
+    server = await asyncio.get_running_loop().create_server(protocol, "127.0.0.1", port)
+    return _AppServer(server, state)
 
 
 def _relay_to(port: int) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:

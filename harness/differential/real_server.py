@@ -31,7 +31,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VENV = REPO_ROOT / ".venv-oss"
 MAKE_TARGET = ".venv-oss/.installed (run `make install`, or `make .venv-oss/.installed`)"
 EXECD_PORT = 44772
-_RESERVED_PORTS = frozenset({8080, 18080, EXECD_PORT})
+EGRESS_PORT = 18080
+#: The egress sidecar image named in the config when an `egress` service stands in for the sidecar's port.
+EGRESS_IMAGE = "opensandbox/egress:v1.1.0"
+_RESERVED_PORTS = frozenset({8080, EGRESS_PORT, EXECD_PORT})
 _DROPPED_ENV_PREFIXES = ("OPENSANDBOX_", "OPEN_SANDBOX_", "DOCKER_", "SANDBOX_CONFIG")
 _PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 EXECD_PROXY_PREFIX = f"/proxy/{EXECD_PORT}"
@@ -97,6 +100,7 @@ class RealOpenSandboxServer:
         venv: Path = DEFAULT_VENV,
         execd_port: int | None = None,
         execd: PortService | None = None,
+        egress: PortService | None = None,
         startup_timeout: float = 30.0,
         log_level: str = "INFO",
     ) -> None:
@@ -104,12 +108,18 @@ class RealOpenSandboxServer:
         self.venv = venv
         self.execd_port = execd_port
         self.execd = execd
+        self.egress = egress
         self.startup_timeout = startup_timeout
         self.log_level = log_level
         self.port = 0
         self.startup_seconds = 0.0
+        publish: dict[int, Published] = {}
         hook: Published | None = execd if execd is not None else execd_port
-        self.fake_docker = FakeDocker(publish={EXECD_PORT: hook} if hook is not None else None)
+        if hook is not None:
+            publish[EXECD_PORT] = hook
+        if egress is not None:
+            publish[EGRESS_PORT] = egress
+        self.fake_docker = FakeDocker(publish=publish)
         self._docker_server: ThreadedServer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: Path | None = None
@@ -145,6 +155,8 @@ class RealOpenSandboxServer:
             "docker": {"network_mode": "bridge", "publish_host": "127.0.0.1"},
             "proxy": {"resolve_internal": self.execd_port is None and self.execd is None},
         }
+        if self.egress is not None:
+            sections["egress"] = {"image": EGRESS_IMAGE, "readiness_timeout_seconds": 5}
         if self.api_key:
             sections["server"]["api_key"] = self.api_key
         return "".join(

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from harness.differential.execd import MockExecd
+from harness.differential.execd import MockExecd, SidecarReadiness
 from harness.differential.real_server import RealOpenSandboxServer, RealOpenSandboxUnavailable
 
 __all__ = ["build_parser", "check_command", "main", "real_server"]
@@ -32,7 +32,7 @@ def real_server(*, api_key: str = "sandproof-real-key") -> Iterator[RealOpenSand
     """Run the real server with sandproof's own execd behind every sandbox; stop both on exit."""
     execd = MockExecd()
     try:
-        with RealOpenSandboxServer(api_key=api_key, execd=execd) as server:
+        with RealOpenSandboxServer(api_key=api_key, execd=execd, egress=SidecarReadiness()) as server:
             yield server
     finally:
         execd.mock.close()

@@ -73,15 +73,10 @@ BAD_CREATES: dict[str, tuple[bytes | None, int, str]] = {
         400,
         "SANDBOX::INVALID_METADATA_LABEL",
     ),
-    "policy-cidr-target": (
-        json.dumps({**GOOD, "networkPolicy": {"egress": [{"action": "allow", "target": "10.0.0.0/8"}]}}).encode(),
-        400,
-        "SANDBOX::INVALID_PARAMETER",
-    ),
-    "policy-bad-action": (
-        json.dumps({**GOOD, "networkPolicy": {"egress": [{"action": "maybe", "target": "a.com"}]}}).encode(),
-        400,
-        "SANDBOX::INVALID_PARAMETER",
+    "policy-empty-target": (
+        json.dumps({**GOOD, "networkPolicy": {"egress": [{"action": "allow", "target": ""}]}}).encode(),
+        422,
+        "string_too_short",
     ),
     "over-1-mib": (json.dumps({**GOOD, "env": {"BIG": "x" * (1024 * 1024)}}).encode(), 413, "payload_too_large"),
 }
@@ -304,3 +299,32 @@ def test_snapshot_restore_round_trip(mock: OpenSandboxMock, client: httpx.Client
     mock.restore(saved)
     assert mock.sandbox(sid).spec.metadata == {"k": "v"}
     assert mock.sandbox(sid).fs.read("/tmp/f") == b"data\n"
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"action": "allow", "target": "*"},
+        {"action": "allow", "target": "10.0.0.0/8"},
+        {"action": "maybe", "target": "a.com"},
+        {"action": "allow", "target": "a.com", "comment": "an extra key the body model ignores"},
+    ],
+    ids=["star", "cidr", "bad-action", "extra-key"],
+)
+def test_create_takes_any_policy_its_body_model_takes(mock: OpenSandboxMock, client: httpx.Client, rule: Any) -> None:
+    """The server checks a policy's shape only (202, as opensandbox-server 1.1.1 answers); the sidecar judges it."""
+    from mockserver.opensandbox.model.egress import egress_allowed, effective_policy
+
+    body = {**GOOD, "networkPolicy": {"defaultAction": "deny", "egress": [rule]}}
+    resp = client.post("/v1/sandboxes", json=body, headers=KEY)
+    assert resp.status_code == 202, resp.text
+    sandbox_id = resp.json()["id"]
+    sb = mock.sandbox(sandbox_id)
+    sidecar = client.get(f"/v1/sandboxes/{sandbox_id}/proxy/18080/policy", headers=KEY)
+    if rule.get("comment"):  # the sidecar gets the body model's dump: the extra key is gone, the rule runs
+        assert sb.spec.sidecar_refusal is None and sidecar.status_code == 200
+        assert egress_allowed(effective_policy(sb), "a.com") and not egress_allowed(effective_policy(sb), "b.com")
+        return
+    assert sb.spec.sidecar_refusal is not None and not sb.has_sidecar
+    assert sidecar.status_code == 502 and sidecar.json()["code"] == "BACKEND_CONNECTION_FAILED"
+    assert not egress_allowed(effective_policy(sb), "a.com")  # no sidecar, no network: nothing gets out

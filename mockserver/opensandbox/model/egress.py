@@ -75,8 +75,15 @@ EGRESS_AUTH_HEADER = "OPENSANDBOX-EGRESS-AUTH"
 POLICY_METHODS = ("GET", "PUT", "PATCH", "DELETE")
 
 
+#: The policy of a sandbox whose sidecar refused its rules at start: nothing gets out.
+NO_EGRESS = NetworkPolicy.from_json({"defaultAction": "deny", "egress": []})
+
+
 def effective_policy(sb: SandboxRecord) -> NetworkPolicy | None:
-    """Return the policy that governs the sandbox's traffic: none without a sidecar."""
+    """Return the policy that governs the sandbox's traffic: none without a sidecar, deny-all when the sidecar
+    refused the create's policy (the sandbox shares the network namespace of a sidecar that did not start)."""
+    if sb.spec.sidecar_refusal is not None:
+        return NO_EGRESS
     return sb.policy if sb.has_sidecar else None
 
 

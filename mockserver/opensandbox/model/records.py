@@ -213,6 +213,7 @@ class SandboxRecord:
                 "extensions": self.spec.extensions,
                 "platform": self.spec.platform,
                 "policy": None if self.spec.policy is None else self.spec.policy.to_json(),
+                "sidecar_refusal": self.spec.sidecar_refusal,
             },
             "state": self.state,
             "reason": self.reason,
@@ -249,6 +250,7 @@ class SandboxRecord:
             extensions=dict(s["extensions"]),
             platform=s["platform"],
             policy=None if s["policy"] is None else NetworkPolicy.from_json(s["policy"]),
+            sidecar_refusal=s.get("sidecar_refusal"),
         )
         pending = data.get("pending")
         rec = cls(

@@ -5,6 +5,15 @@ model's field order), its model validator (422 ``value_error``), then the runtim
 Docker runtime's order: lifecycle hooks, ``poolRef``, the snapshot, metadata labels, ``platform``, the expiry, secure
 access, the network policy, resource limits, volumes (:mod:`.volumes`).
 
+The network policy at create is the body model's only (``api/schema.py``: ``NetworkRule.action: str``,
+``target: str = Field(..., min_length=1)``, ``defaultAction: Optional[str]``): the Docker runtime checks nothing
+else of it (``ensure_egress_configured`` only asks for ``egress.image``) and hands the sidecar its dump
+(``network_policy.model_dump(by_alias=True, exclude_none=True)`` as ``OPENSANDBOX_EGRESS_RULES``). Rules the
+sidecar refuses (``*``, a CIDR in ``dns`` mode, an action that is neither allow nor deny) are therefore accepted
+(202) and refused later, by the sidecar at its start: :func:`sidecar_policy` returns that refusal, and the
+sandbox then has no running sidecar (its port 18080 answers 502) and no egress at all (it shares the dead
+sidecar's network namespace).
+
 Known deviations: ``platform.os: "windows"`` is accepted like ``linux`` (the real Docker runtime then applies
 its Windows profile: cpu >= 2, memory >= 4G, disk >= 64G and host devices); ``OPENSANDBOX_EGRESS_*``
 variables in ``env`` are kept in the sandbox's environment (the real server passes the allowed ones to the
@@ -191,6 +200,8 @@ class CreateSpec:
     policy: NetworkPolicy | None
     unknown_fields: list[str] = field(default_factory=list)
     echo_metadata: bool = False
+    #: Why the egress sidecar refuses the policy create accepted (None: it runs with ``policy``).
+    sidecar_refusal: str | None = None
 
 
 def _check_fields(check: Checker, data: dict[str, Any]) -> None:
@@ -318,14 +329,7 @@ def parse_create(
             "Use the Kubernetes runtime to create secured sandboxes.",
         )
     raw_policy = data.get("networkPolicy")
-    policy: NetworkPolicy | None = None
-    if raw_policy is not None:
-        try:
-            policy = NetworkPolicy.from_json(
-                {"defaultAction": raw_policy.get("defaultAction"), "egress": raw_policy.get("egress") or []}
-            )
-        except PolicyError as exc:
-            raise bad_request(_INVALID, f"Invalid networkPolicy: {exc}") from exc
+    policy, refusal = sidecar_policy(raw_policy) if raw_policy is not None else (None, None)
     resource_limits = dict(data.get("resourceLimits") or {})
     if docker:
         validate_docker_resource_limits(resource_limits)
@@ -343,4 +347,28 @@ def parse_create(
         policy=policy,
         unknown_fields=sorted(set(data) - CREATE_FIELDS),
         echo_metadata=data.get("metadata") is not None,
+        sidecar_refusal=refusal,
     )
+
+
+def sidecar_payload(raw_policy: dict[str, Any]) -> dict[str, Any]:
+    """Return what the server hands the sidecar for a policy the body model accepted: its dump by alias,
+    ``None`` left out, so only ``defaultAction`` and each rule's ``action`` and ``target``."""
+    payload: dict[str, Any] = {
+        "egress": [{"action": r["action"], "target": r["target"]} for r in raw_policy.get("egress") or []]
+    }
+    if raw_policy.get("defaultAction") is not None:
+        payload["defaultAction"] = raw_policy["defaultAction"]
+    return payload
+
+
+def sidecar_policy(raw_policy: dict[str, Any]) -> tuple[NetworkPolicy | None, str | None]:
+    """Return the policy the egress sidecar runs for a create body's ``networkPolicy``, or its refusal.
+
+    The server accepts any policy its body model accepts; the sidecar parses the dump at its start
+    (:func:`sidecar_payload`) and refuses what the reference engine refuses.
+    """
+    try:
+        return NetworkPolicy.from_json(sidecar_payload(raw_policy)), None
+    except PolicyError as exc:
+        return None, f"the egress sidecar refuses the policy: {exc}"

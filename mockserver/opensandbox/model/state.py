@@ -170,7 +170,7 @@ class OpenSandboxState:
                 fs=fs,
                 expires_at=None if spec.timeout is None else now + spec.timeout,
                 policy=spec.policy,
-                has_sidecar=spec.policy is not None or self.egress_without_policy,
+                has_sidecar=(spec.policy is not None or self.egress_without_policy) and spec.sidecar_refusal is None,
                 access_token=secrets.token_urlsafe(24),
             )
             if self.profile.pending_seconds > 0:

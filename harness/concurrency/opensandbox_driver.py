@@ -24,7 +24,7 @@ from harness.concurrency.modeling import canonical
 from harness.concurrency.opensandbox_model import EGRESS_KINDS, MAX_PAGE_SIZE, OpenSandboxSpec, list_view, output_of
 from harness.concurrency.workload import ClientContext, perform
 
-__all__ = ["LABEL_KEY", "TARGETS", "WEIGHTS", "OpenSandboxDriver"]
+__all__ = ["LABEL_KEY", "LIFECYCLE_WEIGHTS", "TARGETS", "WEIGHTS", "OpenSandboxDriver"]
 
 LABEL_KEY = "sandproof-run"
 EGRESS_PORT = 18080
@@ -37,6 +37,8 @@ WEIGHTS: tuple[tuple[str, int], ...] = (
     ("egress-patch", 22),
     ("egress-delete", 12),
 )
+#: The mix where no egress sidecar answers: the lifecycle operations alone.
+LIFECYCLE_WEIGHTS: tuple[tuple[str, int], ...] = tuple((k, w) for k, w in WEIGHTS if k not in EGRESS_KINDS)
 _CREATE_BASE: dict[str, Any] = {
     "image": {"uri": "python:3.11"},
     "entrypoint": ["tail", "-f", "/dev/null"],
@@ -56,9 +58,21 @@ class OpenSandboxDriver(LifecycleDriver):
     empty_body = None
 
     def __init__(
-        self, base_url: str, *, api_key: str | None, strict: bool, start: float, label: str, timeout: float = 10.0
+        self,
+        base_url: str,
+        *,
+        api_key: str | None,
+        strict: bool,
+        start: float,
+        label: str,
+        timeout: float = 10.0,
+        sidecar: bool = True,
     ) -> None:
+        self.sidecar = sidecar
         super().__init__(base_url, strict=strict, timeout=timeout)
+        if not sidecar:
+            self._kinds = [kind for kind, _ in LIFECYCLE_WEIGHTS]
+            self._weights = [weight for _, weight in LIFECYCLE_WEIGHTS]
         self.api_key = api_key
         self.label = label
         self.spec = OpenSandboxSpec(strict=strict, label=(LABEL_KEY, label), start=start)
@@ -88,6 +102,8 @@ class OpenSandboxDriver(LifecycleDriver):
 
     def _reach(self, http: httpx.Client, key: str) -> tuple[str, dict[str, str]] | None:
         """Return the sidecar's base URL and headers, as the lifecycle API names them (None if it does not)."""
+        if not self.sidecar:
+            return None
         try:
             response = http.get(f"/v1/sandboxes/{key}/endpoints/{EGRESS_PORT}")
             data = response.json()

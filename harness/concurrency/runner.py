@@ -128,8 +128,10 @@ class ConcurrencyResult:
         return data
 
 
-def make_driver(provider: str, base_url: str, *, api_key: str | None, strict: bool, start: float, label: str) -> Driver:
-    """Return the provider's workload driver on ``base_url``."""
+def make_driver(
+    provider: str, base_url: str, *, api_key: str | None, strict: bool, start: float, label: str, sidecar: bool = True
+) -> Driver:
+    """Return the provider's workload driver on ``base_url`` (``sidecar=False``: no OpenSandbox sidecar requests)."""
     from harness.targets import DEFAULT_API_KEY
 
     if provider == "tensorlake":
@@ -139,7 +141,8 @@ def make_driver(provider: str, base_url: str, *, api_key: str | None, strict: bo
     if provider == "opensandbox":
         from harness.concurrency.opensandbox_driver import OpenSandboxDriver
 
-        return OpenSandboxDriver(base_url, api_key=api_key or DEFAULT_API_KEY, strict=strict, start=start, label=label)
+        key = api_key or DEFAULT_API_KEY
+        return OpenSandboxDriver(base_url, api_key=key, strict=strict, start=start, label=label, sidecar=sidecar)
     raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}")
 
 
@@ -164,11 +167,13 @@ def run_provider(
     max_steps: int = DEFAULT_MAX_STEPS,
     timeout: float = DEFAULT_TIMEOUT,
     history_file: Path | None = None,
+    sidecar: bool = True,
 ) -> ConcurrencyResult:
     """Run ``operations`` operations from ``clients`` threads on ``provider`` at ``base_url`` and check them.
 
     ``admin`` is the target's :class:`mockserver.admin.client.AdminClient` (None without the admin API).
-    ``history_file`` receives the raw history and the per-sandbox verdicts as JSON.
+    ``history_file`` receives the raw history and the per-sandbox verdicts as JSON. ``sidecar=False`` leaves out
+    the OpenSandbox sidecar's ``/policy`` requests (a target whose sandboxes have no egress sidecar).
     """
     used = seed if seed is not None else secrets.randbits(32)
     strict = admin is not None
@@ -180,7 +185,7 @@ def run_provider(
         admin.set_clock_mode("manual")
         start = admin.now()
     label = f"c{secrets.token_hex(4)}"
-    driver = make_driver(provider, base_url, api_key=api_key, strict=strict, start=start, label=label)
+    driver = make_driver(provider, base_url, api_key=api_key, strict=strict, start=start, label=label, sidecar=sidecar)
     history = History()
     live = max(2, (clients + 1) // 2)
     pool = SandboxPool(live_target=live, max_created=live + operations // 10)

@@ -174,6 +174,11 @@ class Driver(Protocol):
         ...
 
 
+#: An answer from this status up says the server failed, not what happened: the operation counts as lost (it may
+#: or may not have taken effect, at any instant after it was sent), as a transport error does.
+SERVER_ERROR = 500
+
+
 def perform(
     ctx: ClientContext,
     kind: str,
@@ -189,6 +194,8 @@ def perform(
         response = send()
     except httpx.HTTPError:
         return ctx.history.lose(pending), None
+    if response.status_code >= SERVER_ERROR:
+        return ctx.history.lose(pending), response  # the server failed without saying what took effect
     output = observe(response)
     found = key_of(response) if key_of is not None else key
     return ctx.history.complete(pending, output, found), response

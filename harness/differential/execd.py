@@ -5,7 +5,8 @@ port on a host port of its own (on the egress sidecar when the sandbox has a net
 here, so :class:`MockExecd` is the fake Docker Engine's :class:`~harness.differential.fake_docker.PortService`
 for port 44772: when a container that publishes it starts, it creates a sandbox in an
 :class:`~mockserver.opensandbox.mock.OpenSandboxMock` of its own and serves that sandbox's execd (commands,
-sessions, files, metrics) on the container's host port; when the container stops or is removed, the sandbox is
+sessions, files, metrics) on the container's host port; when the container is paused or unpaused, so is the
+sandbox (its execd then answers as a paused sandbox's: 502), and when it stops or is removed, the sandbox is
 deleted. Two sandboxes of the real server thus have two execds, with their own files and commands.
 
 Requests reach the host port as the real server sends them (``/proxy/44772/<path>`` through its proxy and the
@@ -28,6 +29,7 @@ from typing import Any
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from harness.openapi.endpoints import STAND_IN_HEADER
 from mockserver.core import VirtualClock
 from mockserver.opensandbox.mock import OpenSandboxMock
 from mockserver.opensandbox.model import lifecycle
@@ -49,8 +51,6 @@ __all__ = [
 SANDBOX_ID_LABEL = "opensandbox.io/id"
 EGRESS_SIDECAR_LABEL = "opensandbox.io/egress-sidecar-for"
 _PORT_PROXY = re.compile(r"^/proxy/(?P<port>\d+)(?P<rest>/.*)?$", re.DOTALL)
-#: The header on every answer of sandproof's execd stand-in (value: what stands in).
-STAND_IN_HEADER = "x-sandproof-stand-in"
 #: The code of every answer on port 18080 but the readiness probe: no egress sidecar runs here.
 NO_SIDECAR_CODE = "SANDPROOF::NO_EGRESS_SIDECAR"
 #: The body of the stand-in sandbox: no expiry (the real server expires and removes the container).
@@ -84,6 +84,15 @@ class MockExecd:
         with self._lock:
             self.sandboxes[real_id] = record.id
         return _ExecdPort(self.mock.app, record.id)
+
+    def pause(self, container: dict[str, Any], paused: bool) -> None:
+        """Pause or resume the container's stand-in sandbox, so its execd answers as a paused sandbox's does."""
+        with self._lock:
+            mock_id = self.sandboxes.get(sandbox_id_of(container))
+        sb = None if mock_id is None else self.mock.state.lookup(mock_id)
+        if sb is None or sb.state == ("Paused" if paused else "Running"):
+            return
+        (lifecycle.pause_sandbox if paused else lifecycle.resume_sandbox)(self.mock.state, DEFAULT_TENANT, sb.id)
 
     def close(self, container: dict[str, Any]) -> None:
         """Delete the container's stand-in sandbox (its commands and files go with it)."""
@@ -133,6 +142,9 @@ class SidecarReadiness:
     def open(self, container: dict[str, Any]) -> ASGIApp:
         """Return the readiness-only app (the same for every sidecar)."""
         return _readiness_only
+
+    def pause(self, container: dict[str, Any], paused: bool) -> None:
+        """Nothing runs, so nothing pauses."""
 
     def close(self, container: dict[str, Any]) -> None:
         """Nothing to forget."""

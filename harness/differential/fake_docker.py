@@ -1,11 +1,12 @@
 """Stateful fake Docker Engine API (v1.43 subset) that lets the real opensandbox-server run without Docker.
 
-It serves only what opensandbox-server 1.1.1 calls: version/info, image inspect/pull/commit, volume create/inspect/delete,
+It serves only what opensandbox-server 1.1.1 calls: version/info, image inspect/pull/commit/delete, volume create/inspect/delete,
 containers create/start/stop/kill/pause/unpause/update/delete/inspect/list/logs and archive get/put.
 Any other call answers a Docker-style 404 and is recorded in `FakeDocker.unhandled`.
 Containers report IP 127.0.0.1. Optional `publish` serves a container port's published host port: an int relays it
 to that 127.0.0.1 port like docker-proxy does; a :class:`PortService` serves an ASGI app of that container's own on
-it (opened when the container starts, closed when it stops or is removed), so each container has its own service.
+it (opened when the container starts, told of pauses, closed when it stops or is removed), so each container has
+its own service.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import uvicorn
-from uvicorn.server import ServerState
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.server import ServerState
 
 API_VERSION = "1.43"
 CONTAINER_IP = "127.0.0.1"
@@ -47,6 +48,9 @@ class PortService(Protocol):
 
     def open(self, container: dict[str, Any]) -> ASGIApp:
         """Return the app serving this container's port (called when the container starts)."""
+
+    def pause(self, container: dict[str, Any], paused: bool) -> None:
+        """Hear that the container was paused (True) or unpaused (False)."""
 
     def close(self, container: dict[str, Any]) -> None:
         """Forget the container's service (called when it stops or is removed)."""
@@ -106,6 +110,7 @@ class FakeDocker:
             ("GET", "/info", self.info),
             ("POST", "/images/create", self.pull),
             ("GET", "/images/{name:path}/json", self.image_inspect),
+            ("DELETE", "/images/{name:path}", self.image_delete),
             ("POST", "/commit", self.commit),
             ("POST", "/volumes/create", self.volume_create),
             ("GET", "/volumes/{name}", self.volume_inspect),
@@ -185,6 +190,14 @@ class FakeDocker:
         image = self._find_image(request.path_params["name"])
         return JSONResponse(image) if image else _err(404, f"No such image: {request.path_params['name']}")
 
+    async def image_delete(self, request: Request) -> Response:
+        """Remove an image (a snapshot's, when the snapshot is deleted)."""
+        image = self._find_image(request.path_params["name"])
+        if image is None:
+            return _err(404, f"No such image: {request.path_params['name']}")
+        del self.images[image["Id"]]
+        return JSONResponse([{"Untagged": tag} for tag in image["RepoTags"]] + [{"Deleted": image["Id"]}])
+
     async def commit(self, request: Request) -> Response:
         """Snapshot a container into a new image `repo:tag`."""
         q = request.query_params
@@ -198,7 +211,8 @@ class FakeDocker:
         spec: dict[str, Any] = await request.json()
         name = str(spec.get("Name") or secrets.token_hex(16))
         volume = self.volumes.setdefault(
-            name, {"Name": name, "Driver": "local", "Labels": spec.get("Labels") or {}, "Mountpoint": "", "Scope": "local"}
+            name,
+            {"Name": name, "Driver": "local", "Labels": spec.get("Labels") or {}, "Mountpoint": "", "Scope": "local"},
         )
         return JSONResponse(volume, status_code=201)
 
@@ -306,10 +320,8 @@ class FakeDocker:
             if not st["Running"] or st["Paused"] == (act == "pause"):
                 return _err(409, f"Container {ctr['Id']} is {'paused' if st['Paused'] else 'not paused/running'}")
             st.update(Status="paused" if act == "pause" else "running", Paused=act == "pause")
-            if act == "pause":
-                self._close_relays(ctr["Id"])
-            else:
-                await self._open_relays(ctr)
+            for service in self._services.get(ctr["Id"], []):
+                service.pause(ctr, act == "pause")
         elif act == "update":
             body = await request.json()
             ctr["Config"]["Labels"] = body.pop("Labels", ctr["Config"]["Labels"])
@@ -343,8 +355,8 @@ class FakeDocker:
     async def _open_relays(self, ctr: dict[str, Any]) -> None:
         """Serve each published host port whose container port is in `publish`: a relay, or the port's service.
 
-        A service's app is made once per run of the container; a pause closes the ports (a paused container
-        answers nothing) and an unpause serves the same apps again.
+        A service's app is made once per run of the container. Like docker-proxy, a published port keeps listening
+        while the container is paused; a service hears of the pause (:meth:`PortService.pause`).
         """
         served = self._served.get(ctr["Id"])
         if served is None:

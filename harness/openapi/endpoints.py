@@ -17,11 +17,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOUD_SKIP",
     "REQUEST_TIMEOUT",
+    "STAND_IN_HEADER",
     "Endpoint",
     "SandboxUnavailable",
     "auth_headers",
     "is_sandproof_mock",
     "sandbox_endpoints",
+    "served_by_stand_in",
 ]
 
 REQUEST_TIMEOUT = 30.0
@@ -86,6 +88,19 @@ def sandbox_endpoints(lifecycle: Endpoint, ports: Iterable[int]) -> Iterator[dic
 
 
 CLOUD_SKIP = "fuzzed writes are not sent to a real cloud service; only GET operations run there"
+
+
+#: The header sandproof's execd stand-in puts on every answer (:data:`harness.differential.execd.STAND_IN_HEADER`).
+STAND_IN_HEADER = "x-sandproof-stand-in"
+
+
+def served_by_stand_in(endpoint: Endpoint) -> bool:
+    """Tell whether a sandbox port is served by sandproof's own execd behind a real server (its ``/ping`` says so)."""
+    try:
+        answer = httpx.get(f"{endpoint.base_url}/ping", headers=dict(endpoint.headers), timeout=REQUEST_TIMEOUT)
+    except httpx.HTTPError:
+        return False
+    return STAND_IN_HEADER in answer.headers
 
 
 def is_sandproof_mock(target: Target, provider: str) -> bool:

@@ -37,7 +37,9 @@ def run_contract(state: SandproofState, item: pytest.Item) -> Generator[None, ob
     if not _is_contract(item):
         return (yield)
     PROGRESS.start(_progress_label(item))
-    with ledger(strict=state.strict) as book:
+    info = contract_info(item)
+    real = info is not None and state.real_target(info.provider)
+    with ledger(strict=state.strict, real_target=real) as book:
         try:
             return (yield from _counting(state, item))
         finally:

@@ -92,6 +92,16 @@ class SandproofState:
     _mocks: MockStack = field(default_factory=MockStack)
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
+    def real_target(self, provider: str) -> bool:
+        """Tell whether ``provider`` is served by a real server here (a URL or the cloud without sandproof's admin
+        API), whose documented deviations (:mod:`harness.strength.deviations`) do not fail the run."""
+        if self.target.kind not in ("url", "cloud"):
+            return False
+        try:
+            return not self.target.admin_available(provider)
+        except Exception:
+            return False
+
     def __post_init__(self) -> None:
         """Let the in-process ``mock`` target serve the fixtures' mocks (on the run's runtime)."""
         self._mocks.runtime = self.runtime

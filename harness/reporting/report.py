@@ -8,8 +8,9 @@ difference between a mock and the real service; the matrix lists them.
 
 A test that runs tagged checks (:mod:`harness.strength`) hands their outcomes to :meth:`ContractReport.add_checks`;
 the report then counts checks per strength (``spec 58 passed · observed 4 passed · choice 12 passed, 2
-differ``; a test without tagged checks counts as one ``untagged`` check) and lists every check that "differs
-from sandproof's choice" with its counterexample.
+differ``; a test without tagged checks counts as one ``untagged`` check; a registered contract no test recorded
+counts as skipped), lists every check that "differs from sandproof's choice" and every "documented deviation" of
+a real target (:mod:`harness.strength.deviations`) with its counterexample.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+
+from harness.strength.model import contract_provider
+from harness.strength.model import contracts as registered_contracts
 
 __all__ = [
     "DIFFERS",
@@ -44,6 +48,16 @@ _ORDER: dict[str, int] = {"passed": 0, "xpassed": 0, "skipped": 1, "xfailed": 1,
 _MAX_REASON = 300
 #: The strengths the summary counts, in order; ``untagged`` is a test that recorded no tagged check.
 STRENGTH_COLUMNS = ("spec", "observed", "choice", "untagged")
+#: What the strength counts hold, in the order the summary prints them, and the words it prints.
+COUNTED = ("passed", "failed", "skipped", "deviation", "differs")
+WORDS = {
+    "passed": "passed",
+    "failed": "failed",
+    "skipped": "skipped",
+    "deviation": "documented deviation",
+    "differs": "differ",
+}
+DEVIATION = "documented deviation"
 #: How the reports name a choice that does not hold.
 DIFFERS = "differs from sandproof's choice"
 
@@ -250,37 +264,53 @@ class ContractReport:
         return self.totals().failed > 0
 
     def strength_counts(self) -> dict[str, dict[str, int]]:
-        """Return, per strength (and ``untagged``), how many checks passed, failed and differ from a choice.
+        """Return, per strength (and ``untagged``), how many checks passed, failed, were skipped, are documented
+        deviations of a real target, and differ from a choice.
 
-        A test's tagged checks count one each; a test that ran and recorded none counts as one untagged check.
+        A test's tagged checks count one each; a test that ran and recorded none counts as one untagged check,
+        a skipped test without checks as one skipped untagged check. A registered contract of a provider this run
+        covered that no test recorded was not judged here: it counts as skipped under its strength.
         """
-        counts = {column: {"passed": 0, "failed": 0, "differs": 0} for column in STRENGTH_COLUMNS}
+        counts = {column: dict.fromkeys(COUNTED, 0) for column in STRENGTH_COLUMNS}
+        seen: set[str] = set()
+        providers: set[str] = set()
         for record in self.records.values():
+            if record.outcome not in ("skipped", "xfailed"):
+                providers.add(record.provider)
             if record.checks:
                 for check in record.checks:
                     column = check["strength"] if check["strength"] in counts else "untagged"
                     counts[column][check["status"]] += 1
+                    seen.add(check["contract"])
             elif record.outcome in ("passed", "xpassed"):
                 counts["untagged"]["passed"] += 1
             elif record.outcome in ("failed", "error"):
                 counts["untagged"]["failed"] += 1
+            else:
+                counts["untagged"]["skipped"] += 1
+        for contract in registered_contracts():
+            if contract.key not in seen and contract_provider(contract) in providers:
+                counts[contract.strength]["skipped"] += 1
         return counts
 
     def strength_line(self) -> str:
-        """Return the checks per strength as one line, e.g. ``spec 58 passed · observed 4 passed · choice 2 differ``.
+        """Return the checks per strength as one line, e.g. ``spec 58 passed, 2 skipped · choice 2 differ``.
 
         The three strengths show once any tagged check ran; ``untagged`` shows when an untagged test ran.
         """
         counts = self.strength_counts()
-        tagged = any(sum(counts[s].values()) for s in STRENGTH_COLUMNS[:3])
+        tagged = any(counts[s]["passed"] + counts[s]["failed"] + counts[s]["deviation"] for s in STRENGTH_COLUMNS[:3])
         parts = []
         for column, count in counts.items():
-            shown = [f"{count[s]} {w}" for s, w in (("passed", "passed"), ("failed", "failed"), ("differs", "differ"))]
-            shown = [text for text in shown if not text.startswith("0 ")]
+            shown = [f"{count[s]} {WORDS[s]}" for s in COUNTED if count[s]]
             if shown or (tagged and column != "untagged"):
                 parts.append(f"{column} {', '.join(shown) or '0'}")
         line = " · ".join(parts) or "no checks ran"
         return line + (" (strict: choices fail the run)" if self.strict else "")
+
+    def documented_deviations(self) -> list[tuple[TestRecord, dict[str, Any]]]:
+        """Return every (test, check outcome) whose failure is a documented deviation of the real target."""
+        return [(r, c) for r in self.records.values() for c in r.checks if c["status"] == "deviation"]
 
     def differences(self) -> list[tuple[TestRecord, dict[str, Any]]]:
         """Return every (test, check outcome) whose check differs from sandproof's choice."""
@@ -315,6 +345,8 @@ class ContractReport:
         total = self.totals()
         lines.append(f"{total.passed} passed, {total.failed} failed, {total.skipped} skipped in {self.pace()}")
         lines.append("checks by strength: " + self.strength_line())
+        for record, check in self.documented_deviations():
+            lines.append(f"{DEVIATION}: {check['contract']} ({record.nodeid}): {shorten(_example(check), 240)}")
         for record, check in self.differences():
             lines.append(f"{DIFFERS}: {check['contract']} ({record.nodeid}): {shorten(_example(check), 240)}")
         return lines
@@ -333,6 +365,10 @@ class ContractReport:
             "totals": {"passed": total.passed, "failed": total.failed, "skipped": total.skipped},
             "strict": self.strict,
             "strength": self.strength_counts(),
+            "documented_deviations": [
+                {"nodeid": record.nodeid, "provider": record.provider, "operation": record.operation, **check}
+                for record, check in self.documented_deviations()
+            ],
             "choice_differences": [
                 {"nodeid": record.nodeid, "provider": record.provider, "operation": record.operation, **check}
                 for record, check in self.differences()
@@ -386,6 +422,23 @@ class ContractReport:
         if problems:
             lines += ["", "## Failures", ""]
             lines += [f"- **{r.provider} · {r.operation}** `{r.nodeid}`: {_md(r.reason)}" for r in problems]
+        documented = self.documented_deviations()
+        if documented:
+            lines += [
+                "",
+                "## Documented deviations of the real server",
+                "",
+                "The target contradicts its own documents here, as `docs/differential-findings.md` records; the "
+                "check still states the documented rule. These do not fail the run.",
+                "",
+                "| contract | test | deviation | counterexample |",
+                "|---|---|---|---|",
+            ]
+            for record, check in documented:
+                lines.append(
+                    f"| `{check['contract']}` | `{_md(record.nodeid)}` | {_md(check.get('message') or '')} | "
+                    f"{_md(shorten(check.get('counterexample') or '', 400))} |"
+                )
         differing = self.differences()
         if differing:
             lines += [

@@ -7,7 +7,8 @@ runs checks records each outcome with :func:`record` (a whole list of policy res
 
 :func:`breach` is the call an assertion makes when the target differs from a tagged contract: it records the
 failure and raises when the contract fails the run under the current mode (spec and observed always, choice
-only in strict mode); a differing choice returns normally after it has been recorded, so the caller goes on.
+only in strict mode); a differing choice, and on a real target a documented deviation of it
+(:mod:`harness.strength.deviations`), return normally after they have been recorded, so the caller goes on.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.strength.deviations import KnownDeviation, documented_deviation
 from harness.strength.model import CheckResult, Contract, Status, status_of
 
 __all__ = [
@@ -70,7 +72,7 @@ class CheckOutcome:
         )
 
 
-_RANK: dict[str, int] = {"passed": 0, "differs": 1, "failed": 2}
+_RANK: dict[str, int] = {"passed": 0, "deviation": 1, "differs": 2, "failed": 3}
 
 
 @dataclass
@@ -83,6 +85,10 @@ class Ledger:
 
     strict: bool = False
     by_contract: dict[str, CheckOutcome] = field(default_factory=dict)
+    #: Whether the target is a real server, whose documented deviations (:mod:`.deviations`) are not failures.
+    real_target: bool = False
+    #: The known deviations looked up (None: :data:`harness.strength.deviations.DEVIATIONS`).
+    known: tuple[KnownDeviation, ...] | None = None
 
     @property
     def outcomes(self) -> list[CheckOutcome]:
@@ -91,10 +97,16 @@ class Ledger:
 
     def add(self, contract: Contract, passed: bool, counterexample: str | None, message: str | None) -> CheckOutcome:
         """Record one check of ``contract``; return its outcome under this ledger's mode."""
+        status = status_of(passed, contract.strength, self.strict)
+        if status == "failed" and self.real_target:
+            deviation = documented_deviation(contract.key, message, counterexample, self.known)
+            if deviation is not None:
+                status = "deviation"
+                message = f"documented deviation ({deviation.finding}): {deviation.real}; {message or ''}".rstrip("; ")
         outcome = CheckOutcome(
             contract.key,
             contract.strength,
-            status_of(passed, contract.strength, self.strict),
+            status,
             contract.source,
             _clip(counterexample),
             _clip(message),
@@ -109,9 +121,15 @@ _CURRENT: ContextVar[Ledger | None] = ContextVar("sandproof_ledger", default=Non
 
 
 @contextmanager
-def ledger(*, strict: bool = False) -> Iterator[Ledger]:
-    """Collect the outcomes recorded inside the block into a fresh ledger (nested blocks shadow outer ones)."""
-    book = Ledger(strict)
+def ledger(
+    *, strict: bool = False, real_target: bool = False, known: tuple[KnownDeviation, ...] | None = None
+) -> Iterator[Ledger]:
+    """Collect the outcomes recorded inside the block into a fresh ledger (nested blocks shadow outer ones).
+
+    ``real_target``: the target is a real server, so a failure that is a documented deviation of it is recorded
+    as ``deviation`` (``known`` replaces the table of :mod:`harness.strength.deviations`).
+    """
+    book = Ledger(strict, real_target=real_target, known=known)
     token = _CURRENT.set(book)
     try:
         yield book
@@ -141,14 +159,15 @@ def record(contract: Contract, passed: bool, counterexample: str | None = None, 
 def record_results(results: Iterable[CheckResult]) -> list[CheckResult]:
     """Record every tagged result in the open ledger; return the results that fail the run under the mode.
 
-    An untagged result (no contract) always fails the run when it failed, and is not recorded.
+    An untagged result (no contract) always fails the run when it failed, and is not recorded; a documented
+    deviation of a real target does not fail it.
     """
-    strict = strict_mode()
     failing: list[CheckResult] = []
     for result in results:
         if result.contract is not None:
-            record(result.contract, result.passed, result.counterexample, result.message)
-        if result.fails_run(strict):
+            if record(result.contract, result.passed, result.counterexample, result.message) == "failed":
+                failing.append(result)
+        elif not result.passed:
             failing.append(result)
     return failing
 
@@ -175,7 +194,7 @@ def breach(
     machine keeps raising its own ``ContractViolation``; the contract is set on it as ``contract``. A differing
     choice returns normally outside strict mode.
     """
-    if record(contract, False, counterexample, message) == "differs":
+    if record(contract, False, counterexample, message) in ("differs", "deviation"):
         return
     if error is None:
         raise ContractBreach(contract, message, counterexample)

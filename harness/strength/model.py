@@ -29,6 +29,7 @@ from harness.strength.sources import SENTENCES, Sentence
 __all__ = [
     "ENFORCED",
     "REGISTRY",
+    "STATUSES",
     "STRENGTHS",
     "Basis",
     "CheckResult",
@@ -36,6 +37,7 @@ __all__ = [
     "Status",
     "Strength",
     "choice",
+    "contract_provider",
     "contracts",
     "define",
     "fails_run",
@@ -49,8 +51,11 @@ Strength = Literal["spec", "observed", "choice"]
 STRENGTHS: tuple[Strength, ...] = get_args(Strength)
 #: The strengths that fail a default run.
 ENFORCED: frozenset[str] = frozenset({"spec", "observed"})
-#: How one check ended under a run's mode: ``differs`` is a failing choice outside strict mode.
-Status = Literal["passed", "failed", "differs"]
+#: How one check ended under a run's mode: ``differs`` is a failing choice outside strict mode; ``deviation`` is a
+#: failing spec or observed check that is a documented deviation of the real server (:mod:`.deviations`).
+Status = Literal["passed", "failed", "differs", "deviation"]
+#: Every status, in the order reports show them.
+STATUSES: tuple[Status, ...] = get_args(Status)
 
 P = ParamSpec("P")
 
@@ -155,6 +160,21 @@ def define(suite: str, name: str, basis: Basis, summary: str = "") -> Contract:
             return known
         REGISTRY[contract.key] = contract
     return contract
+
+
+#: Suites whose name does not start with their provider's: the concurrency suite names a contract per provider,
+#: and the NeMo Gym network checks run for every provider.
+_SHARED_SUITES = frozenset({"concurrency", "nemo-gym-network"})
+
+
+def contract_provider(contract: Contract) -> str | None:
+    """Return the provider a contract is about (its suite's prefix; the concurrency contract's name), or None
+    for a suite every provider shares."""
+    if contract.suite == "concurrency":
+        return contract.name
+    if contract.suite in _SHARED_SUITES:
+        return None
+    return contract.suite.split("-", 1)[0]
 
 
 def contracts(suite: str | None = None) -> list[Contract]:

@@ -313,7 +313,7 @@ def test_snapshot_restore_round_trip(mock: OpenSandboxMock, client: httpx.Client
 )
 def test_create_takes_any_policy_its_body_model_takes(mock: OpenSandboxMock, client: httpx.Client, rule: Any) -> None:
     """The server checks a policy's shape only (202, as opensandbox-server 1.1.1 answers); the sidecar judges it."""
-    from mockserver.opensandbox.model.egress import egress_allowed, effective_policy
+    from mockserver.opensandbox.model.egress import effective_policy, egress_allowed
 
     body = {**GOOD, "networkPolicy": {"defaultAction": "deny", "egress": [rule]}}
     resp = client.post("/v1/sandboxes", json=body, headers=KEY)

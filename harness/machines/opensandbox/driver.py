@@ -42,6 +42,7 @@ __all__ = [
     "NOT_FOUND",
     "OPERATIONS",
     "SANDBOX_BODY",
+    "SIDECAR_RULES",
     "SUITE",
     "ClientFactory",
     "MachineBase",
@@ -82,6 +83,8 @@ ADMIN_OPERATIONS = frozenset({"faults", "expiry"})
 ADMIN_RULES = frozenset({"inject_fault", "advance_clock"})
 #: Rules that need sandboxes with an egress sidecar (a ``networkPolicy``).
 EGRESS_RULES = frozenset({"create_with_policy", "egress_get", "egress_patch", "egress_delete", "egress_probe"})
+#: Rules that talk to a sandbox's egress sidecar (or judge what it enforces).
+SIDECAR_RULES = EGRESS_RULES - {"create_with_policy"}
 
 
 SUITE = "opensandbox-api"
@@ -162,10 +165,14 @@ class MachineConfig:
     enforcement: str
     time_tolerance: float
     egress: bool = True
+    sidecar: bool = True
 
     def enabled(self, name: str) -> bool:
-        """Tell whether the rule runs (admin rules only with the admin API, egress rules only with egress)."""
+        """Tell whether the rule runs (admin rules only with the admin API, egress rules only with egress,
+        sidecar rules only where a sidecar answers)."""
         if name in ADMIN_RULES and self.admin is None:
+            return False
+        if name in SIDECAR_RULES and not self.sidecar:
             return False
         return name in self.rules and (self.egress or name not in EGRESS_RULES)
 

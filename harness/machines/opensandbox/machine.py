@@ -239,6 +239,7 @@ def make_machine(
     enforcement: str = "dns",
     time_tolerance: float | None = None,
     egress: bool = True,
+    sidecar: bool = True,
     name: str | None = None,
 ) -> type[OpenSandboxAPIMachine]:
     """Return a machine class bound to a target: ``client_factory()`` gives an ``httpx.Client`` on its base URL.
@@ -246,6 +247,8 @@ def make_machine(
     ``operations`` picks the rule groups of :data:`OPERATIONS` (default: all). ``admin`` enables the reset,
     clock and fault rules; without it times compare within ``time_tolerance`` (default 5 s, else 1 ms).
     ``egress=False`` is for a server without an egress sidecar image: no ``networkPolicy``, no egress rules.
+    ``sidecar=False`` is for a server whose sandboxes have no sidecar answering: creates with a policy still run,
+    the rules that talk to the sidecar do not.
     """
     chosen = list(operations) if operations is not None else ["state-machine"]
     unknown = [op for op in chosen if op not in OPERATIONS]
@@ -260,6 +263,7 @@ def make_machine(
         enforcement=enforcement,
         time_tolerance=time_tolerance if time_tolerance is not None else (1e-3 if admin is not None else 5.0),
         egress=egress,
+        sidecar=sidecar,
     )
     label = name or "OpenSandboxAPI_" + "_".join(op.replace("-", "_") for op in chosen)
     machine: type[OpenSandboxAPIMachine] = type(label, (OpenSandboxAPIMachine,), {"config": config})

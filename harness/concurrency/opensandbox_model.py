@@ -7,7 +7,7 @@ calls what the routes call (``parse_create`` + ``create``, ``find``, ``list``, `
 ``apply_patch`` / ``apply_delete`` / ``status_body``) and dumps it again; no rule is restated here.
 
 Both sides' answers go through :func:`output_of`: the status code, the error code (with the admin API only),
-a sandbox's lifecycle ``state``, and the sidecar's policy answer without ``enforcementMode`` (a deployment
+a sandbox's lifecycle ``state`` (the Docker runtime's transitional states read as :data:`TRANSITIONAL` says), and the sidecar's policy answer without ``enforcementMode`` (a deployment
 setting, not state). A sidecar that cannot be reached (the sandbox is gone: 404 or 5xx) answers
 :data:`UNREACHABLE`.
 """
@@ -29,7 +29,16 @@ from mockserver.opensandbox.model.state import OpenSandboxState
 from mockserver.opensandbox.model.validation import RequestValidationError
 from mockserver.sandbox.filesystem import FileSystem
 
-__all__ = ["EGRESS_KINDS", "MAX_PAGE_SIZE", "UNREACHABLE", "OpenSandboxSpec", "list_view", "output_of"]
+__all__ = [
+    "EGRESS_KINDS",
+    "MAX_PAGE_SIZE",
+    "TRANSITIONAL",
+    "UNREACHABLE",
+    "OpenSandboxSpec",
+    "list_view",
+    "output_of",
+    "sandbox_view",
+]
 
 TENANT = "default"
 ENFORCEMENT = "dns"
@@ -39,11 +48,23 @@ EGRESS_KINDS = frozenset({"egress-get", "egress-patch", "egress-delete"})
 _EMPTY_FS = FileSystem(now=lambda: 0.0, user="root").dump()
 
 
+#: The states the Docker runtime shows only while a create or a delete is under way, read as the state of a
+#: sandbox that exists and runs. opensandbox-server 1.1.1 creates a container, then starts it, and deletes by a
+#: kill, then a removal (``services/docker/docker_service.py``); a concurrent list or GET sees the step between:
+#: ``status_value in {"created", "starting"}`` → ``Pending`` / ``CONTAINER_STARTING``, and the killed container
+#: (exit 137) → ``Failed`` / ``CONTAINER_EXITED_ERROR``. Read so, a create takes effect when its container
+#: appears and a delete when its container is removed, and the real server's histories are linearizable
+#: (``docs/differential-findings.md``, "The lifecycle's transitional states"). The workload injects no OOM or
+#: failure, so nothing else shows these states here.
+TRANSITIONAL = {("Pending", "CONTAINER_STARTING"): "Running", ("Failed", "CONTAINER_EXITED_ERROR"): "Running"}
+
+
 def sandbox_view(body: Any) -> str:
-    """Return the compared part of a lifecycle ``Sandbox`` body: its state."""
+    """Return the compared part of a lifecycle ``Sandbox`` body: its state (a transitional one read as Running)."""
     status = body.get("status") if isinstance(body, Mapping) else None
     state = status.get("state") if isinstance(status, Mapping) else None
-    return canonical({"state": state})
+    reason = status.get("reason") if isinstance(status, Mapping) else None
+    return canonical({"state": TRANSITIONAL.get((str(state), str(reason)), state)})
 
 
 def policy_view(body: Any) -> str:

@@ -7,7 +7,8 @@ for port 44772: when a container that publishes it starts, it creates a sandbox 
 :class:`~mockserver.opensandbox.mock.OpenSandboxMock` of its own and serves that sandbox's execd (commands,
 sessions, files, metrics) on the container's host port; when the container is paused or unpaused, so is the
 sandbox (its execd then answers as a paused sandbox's: 502), and when it stops or is removed, the sandbox is
-deleted. Two sandboxes of the real server thus have two execds, with their own files and commands.
+deleted. Two sandboxes of the real server thus have two execds, with their own files and commands, each with
+its container's environment (the create's ``env``).
 
 Requests reach the host port as the real server sends them (``/proxy/44772/<path>`` through its proxy and the
 direct endpoint; a bare ``/<path>`` too) and the mock's sandbox-port route ``/direct/{id}/44772/<path>`` answers.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -76,6 +78,9 @@ class MockExecd:
         self._lock = threading.Lock()
         #: The mock's sandbox id of each real sandbox id whose container is up.
         self.sandboxes: dict[str, str] = {}
+        #: The fake engine's containers (set by :class:`~harness.differential.real_server.RealOpenSandboxServer`):
+        #: where a sandbox's environment is read from.
+        self.containers: Mapping[str, dict[str, Any]] = {}
 
     def open(self, container: dict[str, Any]) -> ASGIApp:
         """Create the container's stand-in sandbox and return the app that serves its execd port."""
@@ -83,7 +88,20 @@ class MockExecd:
         record, _ = lifecycle.create_sandbox(self.mock.state, DEFAULT_TENANT, dict(_SANDBOX_BODY))
         with self._lock:
             self.sandboxes[real_id] = record.id
-        return _ExecdPort(self.mock.app, record.id)
+        return _ExecdPort(self.mock.app, record.id, lambda: self._environment(real_id, record.spec.env))
+
+    def _environment(self, real_id: str, env: dict[str, str]) -> bool:
+        """Give the stand-in sandbox its container's environment (``Config.Env``); tell whether it was found.
+
+        With a network policy the execd port is the sidecar's, which starts before the sandbox's own container
+        exists, so this runs on the first request instead of at :meth:`open`.
+        """
+        for ctr in list(self.containers.values()):
+            if (ctr["Config"].get("Labels") or {}).get(SANDBOX_ID_LABEL) == real_id:
+                pairs = (entry.partition("=") for entry in ctr["Config"].get("Env") or [])
+                env.update({name: value for name, _, value in pairs if name})
+                return True
+        return False
 
     def pause(self, container: dict[str, Any], paused: bool) -> None:
         """Pause or resume the container's stand-in sandbox, so its execd answers as a paused sandbox's does."""
@@ -110,11 +128,15 @@ class _ExecdPort:
     sidecar behind it (:func:`_readiness_only`), any other port is the mock sandbox's own port.
     """
 
-    def __init__(self, app: ASGIApp, mock_id: str) -> None:
+    def __init__(self, app: ASGIApp, mock_id: str, environment: Callable[[], bool]) -> None:
         self.app = app
         self.mock_id = mock_id
+        self.environment = environment
+        self.has_environment = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.has_environment:
+            self.has_environment = self.environment()
         if scope["type"] in ("http", "websocket"):
             path: str = scope.get("path", "")
             port, rest = EXECD_PORT, path

@@ -120,6 +120,8 @@ class RealOpenSandboxServer:
         if egress is not None:
             publish[EGRESS_PORT] = egress
         self.fake_docker = FakeDocker(publish=publish)
+        if execd is not None and hasattr(execd, "containers"):
+            execd.containers = self.fake_docker.containers  # where the stand-in reads a sandbox's environment
         self._docker_server: ThreadedServer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: Path | None = None

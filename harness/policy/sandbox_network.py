@@ -32,6 +32,7 @@ from contracts.sandbox_network import (
 )
 from harness.policy.tensorlake.runner import CheckFailed, CheckResult, expect, run_named, run_property
 from harness.strength import Contract, choice, observed, spec, tagged
+from harness.strength.observations import published
 
 __all__ = ["CHECKS", "CONTRACTS", "SUITE", "Restrict", "Subject", "run_checks"]
 
@@ -241,9 +242,14 @@ def _endpoints(subject: Subject, case: tuple[str, str, str]) -> None:
     SUITE,
     "unreachable_endpoints_rejected",
     observed(
-        GYM_NOTES,
+        published(
+            "nemo-gym==0.7.0",
+            "nemo_gym/sandbox/agent_tools.py",
+            'or target.lower().rstrip(".") == "localhost" or (address and (address.is_loopback or address.is_unspecified))',
+        ),
         "no host, exactly localhost (any case, trailing dot), loopback and unspecified addresses, IPv4-mapped "
         "loopback included, raise; they name no host the sandbox can reach",
+        note=GYM_NOTES,
         sentences=("ng.reject.unreachable", "ng.reject.error"),
     ),
 )
@@ -277,9 +283,10 @@ def _reachable(subject: Subject, case: tuple[str, str]) -> None:
     SUITE,
     "reachable_endpoints_accepted",
     observed(
-        GYM_NOTES,
+        published("nemo-gym==0.7.0", "nemo_gym/sandbox/agent_tools.py", "targets.add(_reachable_host(url))"),
         "private and link-local addresses, *.localhost names, userinfo, any port (never validated) and "
         "scheme-relative //host URLs are accepted; the host is lowercased, the port and path dropped",
+        note=GYM_NOTES,
         sentences=("ng.reject.unreachable", "ng.every-port"),
     ),
 )

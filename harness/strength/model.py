@@ -4,8 +4,9 @@ Every contract carries a :class:`Basis`:
 
 * ``spec``: a sentence of the provider's documentation says so. :func:`spec` takes sentence ids of
   :mod:`harness.strength.sources`, whose quotes are checked against the vendored documents.
-* ``observed``: it was measured on the real system (the real SDK's behaviour, a capture, the real
-  opensandbox-server's answer in the differential run). :func:`observed` takes where, and what was seen.
+* ``observed``: it was seen on the real system. :func:`observed` takes where (at least one
+  :class:`~harness.strength.observations.Observation`: the real-server run of ``make contracts-real``, a capture
+  in the repository with a quote, or a published source with the file and the quoted rule) and what was seen.
 * ``choice``: the sources are silent and sandproof decided. :func:`choice` takes the one-line reason.
 
 A :class:`Contract` is a named check of one suite with its basis. Policy checks declare theirs with the
@@ -20,10 +21,11 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, ParamSpec, get_args
 
+from harness.strength.observations import Observation
 from harness.strength.sources import SENTENCES, Sentence
 
 __all__ = [
@@ -62,18 +64,26 @@ P = ParamSpec("P")
 
 @dataclass(frozen=True)
 class Basis:
-    """Why a contract holds: its strength, the citation or reason, and the source sentences it checks."""
+    """Why a contract holds: its strength, the citation or reason, the source sentences it checks, and (observed)
+    where it was observed."""
 
     strength: Strength
     source: str
     sentences: tuple[str, ...] = ()
+    observations: tuple[Observation, ...] = ()
 
     def __post_init__(self) -> None:
-        """Refuse an unknown strength, an empty source and unknown sentence ids."""
+        """Refuse an unknown strength, an empty source, unknown sentence ids, and an observed basis that names
+        no place it was observed."""
         if self.strength not in STRENGTHS:
             raise ValueError(f"strength must be one of {', '.join(STRENGTHS)}, got {self.strength!r}")
         if not self.source.strip():
             raise ValueError("a contract's basis needs a source: the citation, where it was observed, or the reason")
+        if self.strength == "observed" and not self.observations:
+            raise ValueError(
+                "an observed basis names where it was observed: REAL_RUN, capture(path, quote) or "
+                "published(dist, path, quote) (harness.strength.observations)"
+            )
         unknown = [s for s in self.sentences if s not in SENTENCES]
         if unknown:
             raise ValueError(f"unknown source sentence(s): {', '.join(unknown)}")
@@ -95,14 +105,25 @@ def spec(*sentence_ids: str) -> Basis:
     return Basis("spec", source, tuple(sentence_ids))
 
 
-def observed(where: str, what: str, *, sentences: Iterable[str] = ()) -> Basis:
-    """Return an ``observed`` basis: ``where`` it was measured (a capture, a reference note) and ``what`` was seen.
+def observed(
+    at: Observation | Sequence[Observation], what: str, *, note: str = "", sentences: Iterable[str] = ()
+) -> Basis:
+    """Return an ``observed`` basis: ``what`` was seen, ``at`` which places (:mod:`harness.strength.observations`:
+    the real-server run, a capture in the repository, a published source; at least one).
 
-    ``sentences`` names the document sentences the observation makes precise, if any.
+    ``note`` names the reference note that describes it (``opensandbox-wire.md §3``), if any; ``sentences`` the
+    document sentences the observation makes precise, if any.
     """
-    if not where.strip() or not what.strip():
-        raise ValueError("observed() needs where the observation was made and what was seen")
-    return Basis("observed", f"{where.strip()}: {what.strip()}", tuple(sentences))
+    places = (at,) if isinstance(at, Observation) else tuple(at)
+    if not places or not all(isinstance(p, Observation) for p in places):
+        raise ValueError(
+            "observed() needs where it was observed: REAL_RUN, capture(path, quote) or published(dist, path, quote)"
+        )
+    if not what.strip():
+        raise ValueError("observed() needs what was seen")
+    described = f"{note.strip()}; " if note.strip() else ""
+    source = f"{what.strip()} ({described}observed: {'; '.join(p.render() for p in places)})"
+    return Basis("observed", source, tuple(sentences), places)
 
 
 def choice(reason: str, *, sentences: Iterable[str] = ()) -> Basis:

@@ -27,6 +27,7 @@ from harness.machines.common import Handle, add_contract, hold, json_body, when_
 from harness.machines.opensandbox.compare import ANY, Expected, diff
 from harness.machines.opensandbox.oracle import Oracle
 from harness.strength import Contract, choice, observed
+from harness.strength.observations import REAL_RUN, published
 from mockserver.admin.client import AdminClient
 from mockserver.core import VirtualClock
 from mockserver.opensandbox.model.profiles import RuntimeProfile
@@ -97,35 +98,63 @@ ANSWERS = add_contract(
     CONTRACTS,
     SUITE,
     "answers",
-    observed(f"{_WIRE} §2.5", "a failed connection is SandboxConnectionException, a timeout SandboxTimeoutException"),
+    observed(
+        (
+            REAL_RUN,
+            published(
+                "opensandbox==1.1.1",
+                "opensandbox/adapters/converter/exception_converter.py",
+                'message=f"Network connectivity error: {e}"',
+            ),
+        ),
+        "a failed connection is SandboxConnectionException, a timeout SandboxTimeoutException",
+        note=f"{_WIRE} §2.5",
+    ),
     "Every request gets an HTTP answer: no refused connection, reset or timeout.",
 )
 REQUEST_ID = add_contract(
     CONTRACTS,
     SUITE,
     "request_id",
-    observed(f"{_WIRE} §3", "every lifecycle answer carries X-Request-ID, the request's own when it sent one"),
+    observed(
+        (
+            REAL_RUN,
+            published(
+                "opensandbox==1.1.1",
+                "opensandbox/transport/retry.py",
+                "``X-Request-ID`` header from the last response, if present.",
+            ),
+        ),
+        "every lifecycle answer carries X-Request-ID, the request's own when it sent one",
+        note=f"{_WIRE} §3",
+    ),
     "Every /v1 answer, errors included, carries X-Request-ID, echoed when the request had one.",
 )
 LIFECYCLE_ANSWER = add_contract(
     CONTRACTS,
     SUITE,
     "lifecycle_answer",
-    observed(f"{_WIRE} §3 and {_REAL}", "each route's status and its flat {code, message} error body"),
+    observed(REAL_RUN, "each route's status and its flat {code, message} error body", note=f"{_WIRE} §3 and {_REAL}"),
     "Create, pause, resume, renew, metadata and delete answer the real server's status and error code.",
 )
 VALIDATION_DETAIL = add_contract(
     CONTRACTS,
     SUITE,
     "validation_detail",
-    observed(f"{_WIRE} §3 and {_REAL}", 'FastAPI\'s 422 keeps its {"detail": [...]} body, not normalised'),
+    observed(
+        REAL_RUN, 'FastAPI\'s 422 keeps its {"detail": [...]} body, not normalised', note=f"{_WIRE} §3 and {_REAL}"
+    ),
     "A 422 carries FastAPI's detail list.",
 )
 NOT_FOUND = add_contract(
     CONTRACTS,
     SUITE,
     "not_found",
-    observed(f"{_WIRE} §3, §7 and {_REAL}", "an unknown, deleted or expired id answers 404 DOCKER::SANDBOX_NOT_FOUND"),
+    observed(
+        REAL_RUN,
+        "an unknown, deleted or expired id answers 404 DOCKER::SANDBOX_NOT_FOUND",
+        note=f"{_WIRE} §3, §7 and {_REAL}",
+    ),
     "Every operation on a sandbox that does not exist (never, or no longer) answers 404 with the runtime's code.",
 )
 SANDBOX_BODY = add_contract(
@@ -133,9 +162,10 @@ SANDBOX_BODY = add_contract(
     SUITE,
     "sandbox_body",
     observed(
-        f"{_WIRE} §3.1 and {_REAL}",
+        REAL_RUN,
         "the Sandbox JSON: id, image, status {state, reason, lastTransitionAt}, metadata, entrypoint, RFC 3339 "
         "expiresAt and createdAt, null fields left out",
+        note=f"{_WIRE} §3.1 and {_REAL}",
     ),
     "Every Sandbox, list and renew body is the model's (ids mapped, times as instants, status.message left out).",
 )

@@ -29,6 +29,7 @@ from harness.machines.opensandbox.requests import WORDS, Command, Probe
 from harness.machines.opensandbox.requests import commands as _commands
 from harness.machines.opensandbox.requests import probes as _probes
 from harness.strength import Contract, choice, observed, spec
+from harness.strength.observations import REAL_RUN, capture, published
 from mockserver.opensandbox.model.profiles import EGRESS_PORT, EXECD_PORT
 
 __all__ = ["CONTRACTS", "ExecdRules", "execd_framing_problem"]
@@ -47,9 +48,10 @@ ENDPOINT_ANSWER = add_contract(
     SUITE,
     "endpoint_answer",
     observed(
-        f"{_WIRE} §3 (row 8), §3.1 and the differential run",
+        REAL_RUN,
         "GET /endpoints/{port} answers a scheme-less host[:port][/path] (the server proxy route with "
         "use_server_proxy) and an optional headers object; bad ports and proxy+expires answer 400",
+        note=f"{_WIRE} §3 (row 8), §3.1 and the differential run",
     ),
     "Endpoints resolve as on the real server: status, code, a scheme-less endpoint, the proxy route, headers.",
 )
@@ -58,7 +60,14 @@ BACKEND_GATE = add_contract(
     SUITE,
     "backend_gate",
     observed(
-        f"{_WIRE} §3 (row 16), §8", "a port whose backend cannot answer is refused (502 BACKEND_CONNECTION_FAILED)"
+        (
+            REAL_RUN,
+            published(
+                "opensandbox-server==1.1.1", "opensandbox_server/api/proxy.py", '"code": "BACKEND_CONNECTION_FAILED",'
+            ),
+        ),
+        "a port whose backend cannot answer is refused (502 BACKEND_CONNECTION_FAILED)",
+        note=f"{_WIRE} §3 (row 16), §8",
     ),
     "A request to execd or the sidecar reaches it exactly when the model's port gate lets it through.",
 )
@@ -81,7 +90,12 @@ COMMAND_STREAM = add_contract(
     SUITE,
     "command_stream",
     observed(
-        f"{_WIRE} §2.1, §4.1", "POST /command answers text/event-stream (the SDK refuses anything else), init first"
+        capture(
+            "docs/sources/captures/opensandbox-sdk-fault-reactions.txt",
+            "Expected response header Content-Type to contain 'text/event-stream', got 'application/json'",
+        ),
+        "POST /command answers text/event-stream (the SDK refuses anything else), init first",
+        note=f"{_WIRE} §2.1, §4.1",
     ),
     "A command answers 200 with text/event-stream and an init event carrying the command id.",
 )
@@ -90,8 +104,16 @@ EXECD_SSE_FRAMING = add_contract(
     SUITE,
     "execd_sse_framing",
     observed(
-        f"{_WIRE} §4.1 and captures/opensandbox-sdk-direct-mode.txt (run_foreground)",
+        (
+            capture("docs/sources/captures/opensandbox-sdk-direct-mode.txt", "### run_foreground"),
+            published(
+                "opensandbox==1.1.1",
+                "opensandbox/adapters/converter/command_execution.py",
+                "event_dict = json.loads(data)",
+            ),
+        ),
         "execd writes each event as one bare JSON object followed by a blank line, with no `data:` prefix",
+        note=f"{_WIRE} §4.1 and captures/opensandbox-sdk-direct-mode.txt (run_foreground)",
     ),
     "On the wire, execd's stream is bare JSON objects each ended by a blank line, as raw clients read it (the "
     "SDK-level parser, like the SDK, also takes `data:` frames).",
@@ -100,14 +122,29 @@ COMMAND_RESULT = add_contract(
     CONTRACTS,
     SUITE,
     "command_result",
-    observed(f"{_WIRE} §4.1", "the exit code is int(error.evalue), 0 after execution_complete; stdout events in order"),
+    observed(
+        published(
+            "opensandbox==1.1.1",
+            "opensandbox/adapters/converter/event_node.py",
+            'value: str | None = Field(default=None, alias="evalue")',
+        ),
+        "the exit code is int(error.evalue), 0 after execution_complete; stdout events in order",
+        note=f"{_WIRE} §4.1",
+    ),
     "A command's exit code and stdout, as the SDK reads them from the stream, are the model's.",
 )
 COMMAND_STATUS = add_contract(
     CONTRACTS,
     SUITE,
     "command_status",
-    observed(f"{_WIRE} §4.2", "GET /command/status/{id} shows running false and the exit code once it ended"),
+    observed(
+        capture(
+            "docs/sources/captures/opensandbox-sdk-fault-reactions.txt",
+            "status 200 but running=true: OK -> CommandStatus(id='x', content=None, running=True, exit_code=None",
+        ),
+        "GET /command/status/{id} shows running false and the exit code once it ended",
+        note=f"{_WIRE} §4.2",
+    ),
     "A finished command's status record says it is not running and gives its exit code.",
 )
 BACKGROUND_LOGS = add_contract(
@@ -129,8 +166,13 @@ PTY_MISSING_CODE = add_contract(
     SUITE,
     "pty_missing_code",
     observed(
-        "nemo-gym.md (PTY, F13) and the real execd's answer in issue 12",
+        published(
+            "nemo-gym==0.7.0",
+            "nemo_gym/sandbox/providers/opensandbox/provider.py",
+            'return response.status == 404 and "CONTEXT_NOT_FOUND" in await response.text()',
+        ),
         'execd answers a missing PTY session 404 {"code": "CONTEXT_NOT_FOUND"}, which NeMo Gym keys on',
+        note="nemo-gym.md (PTY, F13) and the real execd's answer in issue 12",
     ),
     "When execd itself answers a missing PTY session (a JSON code, not a bare proxy 404), the code is "
     "CONTEXT_NOT_FOUND.",

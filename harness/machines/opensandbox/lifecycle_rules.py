@@ -36,6 +36,7 @@ from harness.machines.opensandbox.requests import state_spellings as _state_spel
 from harness.machines.opensandbox.requests import valid_bodies as _valid_bodies
 from harness.machines.opensandbox.requests import valid_bodies_with_policy as _valid_bodies_with_policy
 from harness.strength import Contract, observed, spec
+from harness.strength.observations import REAL_RUN
 from mockserver.opensandbox.model.profiles import EXECD_PORT
 
 __all__ = ["CONTRACTS", "LifecycleRules"]
@@ -60,9 +61,10 @@ LISTING = add_contract(
     SUITE,
     "listing",
     observed(
-        "opensandbox-wire.md §3.2, §7 and the differential run",
+        REAL_RUN,
         "state filters OR-ed and case-insensitive, metadata AND-ed, newest first, paginated; a deleted or expired "
         "sandbox is gone at once",
+        note="opensandbox-wire.md §3.2, §7 and the differential run",
     ),
     "A filtered, paged listing holds the model's sandboxes: no deleted or expired one, newest first.",
 )

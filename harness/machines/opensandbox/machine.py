@@ -63,6 +63,7 @@ from harness.machines.opensandbox.requests import policy_rules as _rules_st
 from harness.machines.opensandbox.requests import policy_targets as _targets
 from harness.machines.opensandbox.run import http_clients, machine_settings, run_machine
 from harness.strength import Contract, observed, spec
+from harness.strength.observations import published
 from mockserver.admin.client import AdminClient
 from mockserver.opensandbox.model.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile, make_profile
 
@@ -108,9 +109,14 @@ EGRESS_ANSWER = add_contract(
     SUITE,
     "egress_answer",
     observed(
-        f"{_WIRE} §5",
+        published(
+            "opensandbox==1.1.1",
+            "opensandbox/api/egress/models/policy_status_response.py",
+            "enforcement_mode (str | Unset): Egress sidecar enforcement backend mode.",
+        ),
         "GET/PATCH/DELETE /policy answer PolicyStatusResponse {status, mode, enforcementMode, policy}; an empty "
         "list is a text/plain 400",
+        note=f"{_WIRE} §5",
     ),
     "The sidecar's status, error answers and status fields (mode, enforcementMode) are the model's.",
 )

@@ -32,6 +32,7 @@ from harness.machines.tensorlake.compare import (
 from harness.machines.tensorlake.driver import SUITE, MachineBase, SandboxHandle
 from harness.policy.tensorlake.behaviour import behaviour_difference
 from harness.strength import Contract, choice, observed, spec
+from harness.strength.observations import capture, published
 from mockserver.tensorlake.model.records import ROUTABLE
 
 __all__ = ["CONTRACTS", "REFUSALS", "AnswerChecks", "data_code", "policy_difference", "refusal_contract"]
@@ -62,9 +63,10 @@ SANDBOX_INFO_SHAPE = add_contract(
     SUITE,
     "sandbox_info_shape",
     observed(
-        f"{_WIRE} §4 (SandboxInfo)",
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- client.get(sid)"),
         "the SDK needs id, namespace, a lowercase status of the eight, resources with disk_mb, non-null flags, and "
         "a complete network_policy when one is shown",
+        note=f"{_WIRE} §4 (SandboxInfo)",
     ),
     "Every SandboxInfo (GET, PATCH, list items) is one the SDK can read.",
 )
@@ -72,7 +74,11 @@ URL_WHEN_RUNNING = add_contract(
     CONTRACTS,
     SUITE,
     "sandbox_url_when_running",
-    observed(f"{_WIRE} §3, §4", "the SDK raises SandboxNotRoutableError for a running sandbox without sandbox_url"),
+    observed(
+        published("tensorlake==0.5.163", "tensorlake/sandbox/client.py", "raise SandboxNotRoutableError("),
+        "the SDK raises SandboxNotRoutableError for a running sandbox without sandbox_url",
+        note=f"{_WIRE} §3, §4",
+    ),
     "A running sandbox always carries its sandbox_url.",
 )
 URL_ONLY_WHEN_ROUTABLE = add_contract(
@@ -109,9 +115,13 @@ LIFECYCLE_FIELDS = add_contract(
     SUITE,
     "lifecycle_fields",
     observed(
-        f"{_WIRE} §6, §4",
+        capture(
+            "docs/sources/captures/tensorlake-sdk-0.5.161.txt",
+            "# --- sandbox.update(name='renamed', auto_resume=False)",
+        ),
         "the statuses and transitions (a named sandbox suspends on timeout, an ephemeral one terminates), the name "
         "and auto_resume (default true) as the SDK sends and reads them",
+        note=f"{_WIRE} §6, §4",
     ),
     "The shown status, name and auto_resume are the model's.",
 )
@@ -129,28 +139,55 @@ NOT_FOUND = add_contract(
     CONTRACTS,
     SUITE,
     "not_found",
-    observed(f"{_WIRE} §3, §7", "404 on an unknown id or name raises SandboxNotFoundError"),
+    observed(
+        (
+            capture(
+                "docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- client.get('does-not-exist') (404 expected)"
+            ),
+            published(
+                "tensorlake==0.5.163",
+                "tensorlake/sandbox/client.py",
+                "raise SandboxNotFoundError(sandbox_id) from None",
+            ),
+        ),
+        "404 on an unknown id or name raises SandboxNotFoundError",
+        note=f"{_WIRE} §3, §7",
+    ),
     "An unknown or deleted sandbox is refused with 404 (or shown terminated), and a live one is found.",
 )
 NAME_CONFLICT = add_contract(
     CONTRACTS,
     SUITE,
     "name_conflict",
-    observed(f"{_WIRE} §6", "a duplicate name on create gives 409; get_or_create relies on it"),
+    observed(
+        published(
+            "tensorlake==0.5.163", "tensorlake/sandbox/client.py", "409, and :meth:`Sandbox.get_or_create` resolves it."
+        ),
+        "a duplicate name on create gives 409; get_or_create relies on it",
+        note=f"{_WIRE} §6",
+    ),
     "A name a live sandbox holds is refused with 409; a free (or freed) name is accepted.",
 )
 SUSPEND_NAMED_ONLY = add_contract(
     CONTRACTS,
     SUITE,
     "suspend_named_only",
-    observed(f"{_WIRE} §3, §6", "ephemeral sandboxes cannot be suspended (400), named ones can"),
+    observed(
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- sandbox.suspend()"),
+        "ephemeral sandboxes cannot be suspended (400), named ones can",
+        note=f"{_WIRE} §3, §6",
+    ),
     "Suspending an ephemeral sandbox is refused with 400; a named one is accepted.",
 )
 TRANSITION_STATE = add_contract(
     CONTRACTS,
     SUITE,
     "transition_state",
-    observed(f"{_WIRE} §3, §6", "suspend and resume only from the states the lifecycle allows; otherwise 409"),
+    observed(
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- sandbox.resume()"),
+        "suspend and resume only from the states the lifecycle allows; otherwise 409",
+        note=f"{_WIRE} §3, §6",
+    ),
     "A transition from a state that does not allow it is refused with 409, and allowed ones are accepted.",
 )
 UNRESOLVABLE_REJECTED = add_contract(
@@ -189,7 +226,11 @@ REJECTED_TRANSITION_KEEPS_STATE = add_contract(
     CONTRACTS,
     SUITE,
     "rejected_transition_keeps_state",
-    observed(f"{_WIRE} §3", "on a refused suspend or resume the SDK reads the sandbox again: it did not move"),
+    observed(
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- sandbox.suspend()"),
+        "on a refused suspend or resume the SDK reads the sandbox again: it did not move",
+        note=f"{_WIRE} §3",
+    ),
     "A refused suspend or resume leaves the sandbox as it was.",
 )
 #: Refusal codes of the model whose reason the sources back (any other refusal is sandproof's validation).

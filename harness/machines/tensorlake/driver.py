@@ -32,6 +32,7 @@ from harness.machines.tensorlake.oracle import Oracle
 from harness.machines.tensorlake.probes import DNS_ENTRIES, Resolve, default_resolve
 from harness.machines.tensorlake.requests import Name
 from harness.strength import Contract, choice, observed
+from harness.strength.observations import published
 from mockserver.admin.client import AdminClient
 from mockserver.core import DnsTable, VirtualClock
 from mockserver.core.environment import DEFAULT_API_KEY
@@ -90,7 +91,13 @@ ANSWERS = add_contract(
     CONTRACTS,
     SUITE,
     "answers",
-    observed(f"{_WIRE} §7", "the SDK turns a failed connection or a timeout into SandboxConnectionError"),
+    observed(
+        published(
+            "tensorlake==0.5.163", "tensorlake/sandbox/client.py", "raise SandboxConnectionError(message) from None"
+        ),
+        "the SDK turns a failed connection or a timeout into SandboxConnectionError",
+        note=f"{_WIRE} §7",
+    ),
     "Every request gets an HTTP answer: no refused connection, reset or timeout.",
 )
 ADMIN_API = add_contract(

@@ -24,6 +24,7 @@ from harness.machines.tensorlake.compare import Expected
 from harness.machines.tensorlake.driver import ADMIN_API, LOOPBACK, SUITE, SandboxHandle
 from harness.machines.tensorlake.oracle import Proxied
 from harness.strength import Contract, choice, observed, spec
+from harness.strength.observations import capture, published
 from mockserver.tensorlake.model import MANAGEMENT_PORT, SESSION_COOKIES
 from mockserver.tensorlake.model.auth import parse_cookies
 
@@ -68,7 +69,14 @@ MANAGEMENT_HEALTH = add_contract(
     CONTRACTS,
     SUITE,
     "management_health",
-    observed(f"{_WIRE} §8", 'GET /api/v1/health on the management API answers {"healthy": bool}'),
+    observed(
+        (
+            capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- sandbox.health()"),
+            published("tensorlake==0.5.163", "tensorlake/sandbox/models.py", 'HEALTHY = "healthy"'),
+        ),
+        'GET /api/v1/health on the management API answers {"healthy": bool}',
+        note=f"{_WIRE} §8",
+    ),
     'With the admin API, the management API\'s health answer is {"healthy": true}.',
 )
 INGRESS_ROUTING = add_contract(

@@ -107,6 +107,7 @@ from harness.machines.tensorlake.run import (
 )
 from harness.machines.tensorlake.steps import MachineSteps
 from harness.strength import Contract, observed
+from harness.strength.observations import capture
 from mockserver.admin.client import AdminClient
 from mockserver.tensorlake.model import MANAGEMENT_PORT
 
@@ -150,7 +151,9 @@ DELETE_ANSWER = add_contract(
     SUITE,
     "delete_answer",
     observed(
-        "tensorlake-wire.md §3", "DELETE /sandboxes/{id} answers any 2xx (200 empty, 202, 204); the body is ignored"
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- sandbox.terminate()"),
+        "DELETE /sandboxes/{id} answers any 2xx (200 empty, 202, 204); the body is ignored",
+        note="tensorlake-wire.md §3",
     ),
     "A delete of a live sandbox is accepted, and afterwards the sandbox is gone (404, or shown terminated).",
 )

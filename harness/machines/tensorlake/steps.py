@@ -34,6 +34,7 @@ from harness.machines.tensorlake.driver import LOOPBACK, SUITE, SandboxHandle
 from harness.machines.tensorlake.ingress import INGRESS_ADMISSION, WEBSOCKET_UPGRADE, IngressSteps
 from harness.machines.tensorlake.probes import RunResult, expect_probe, parse_sse
 from harness.strength import Contract, choice, observed, spec
+from harness.strength.observations import capture, published
 from mockserver.tensorlake.model import MANAGEMENT_PORT
 from mockserver.tensorlake.model.gate import resolver_from
 from mockserver.tensorlake.model.records import STATUSES
@@ -53,8 +54,15 @@ CREATE_ANSWER = add_contract(
     SUITE,
     "create_answer",
     observed(
-        f"{_WIRE} §3, §4 (CreateSandboxResponse)",
+        (
+            capture(
+                "docs/sources/captures/tensorlake-sdk-0.5.161.txt",
+                "# --- Sandbox.create(wait=False, name='q1', max_pending_secs=60)",
+            ),
+            published("tensorlake==0.5.163", "tensorlake/sandbox/client.py", 'payload["sandbox_id"],'),
+        ),
         "POST /sandboxes answers a sandbox_id (not id) and a status of the eight; wait:false answers 202 pending",
+        note=f"{_WIRE} §3, §4 (CreateSandboxResponse)",
     ),
     "A create is accepted with the model's status and answers a sandbox_id and a known status.",
 )
@@ -62,7 +70,11 @@ DISTINCT_IDS = add_contract(
     CONTRACTS,
     SUITE,
     "distinct_ids",
-    observed(f"{_WIRE} §3", "every call names its sandbox by id (GET, PATCH, DELETE /sandboxes/{id})"),
+    observed(
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- client.get(sid)"),
+        "every call names its sandbox by id (GET, PATCH, DELETE /sandboxes/{id})",
+        note=f"{_WIRE} §3",
+    ),
     "A new sandbox never gets the id of another one.",
 )
 CREATE_RESPONSE_EXACT = add_contract(
@@ -76,7 +88,11 @@ LISTING = add_contract(
     CONTRACTS,
     SUITE,
     "listing",
-    observed(f"{_WIRE} §3", 'GET /sandboxes answers {"sandboxes": [SandboxInfo]} (a bare array fails)'),
+    observed(
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- client.list()"),
+        'GET /sandboxes answers {"sandboxes": [SandboxInfo]} (a bare array fails)',
+        note=f"{_WIRE} §3",
+    ),
     "The listing holds every live sandbox the model holds, once, and no other live one.",
 )
 LISTING_EXACT = add_contract(
@@ -90,14 +106,25 @@ PATCH_ANSWER = add_contract(
     CONTRACTS,
     SUITE,
     "patch_answer",
-    observed(f"{_WIRE} §3, §5", "PATCH /sandboxes/{id} answers the full SandboxInfo; {} and 204 fail the SDK"),
+    observed(
+        capture(
+            "docs/sources/captures/tensorlake-sdk-0.5.161.txt",
+            "# --- sandbox.update(name='renamed', auto_resume=False)",
+        ),
+        "PATCH /sandboxes/{id} answers the full SandboxInfo; {} and 204 fail the SDK",
+        note=f"{_WIRE} §3, §5",
+    ),
     "A well-formed PATCH (network absent, null or a policy; name, flags, ports) is accepted.",
 )
 TRANSITION_ANSWER = add_contract(
     CONTRACTS,
     SUITE,
     "transition_answer",
-    observed(f"{_WIRE} §3", "suspend and resume answer 200 once settled and 202 while moving; the SDK then polls"),
+    observed(
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- sandbox.suspend(wait=False)"),
+        "suspend and resume answer 200 once settled and 202 while moving; the SDK then polls",
+        note=f"{_WIRE} §3",
+    ),
     "Suspend and resume are accepted as the model accepts them, 200 or 202 as it settles.",
 )
 MANAGEMENT_API = add_contract(
@@ -111,7 +138,11 @@ RUN_STREAM = add_contract(
     CONTRACTS,
     SUITE,
     "run_stream",
-    observed(f"{_WIRE} §8", "/api/v1/processes/run must answer text/event-stream; no exit event fails the SDK"),
+    observed(
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- sandbox.run('echo', ['hi'])"),
+        "/api/v1/processes/run must answer text/event-stream; no exit event fails the SDK",
+        note=f"{_WIRE} §8",
+    ),
     "A command run streams text/event-stream and ends with an exit event.",
 )
 RUN_STREAM_FRAMING = add_contract(
@@ -119,8 +150,9 @@ RUN_STREAM_FRAMING = add_contract(
     SUITE,
     "run_stream_framing",
     observed(
-        f"{_WIRE} §8 and captures/tensorlake-sdk-0.5.161.txt (sandbox.run)",
+        capture("docs/sources/captures/tensorlake-sdk-0.5.161.txt", "# --- sandbox.run('echo', ['hi'])"),
         "the SDK reads standard SSE: each event a `data: <json>` frame ended by a blank line",
+        note=f"{_WIRE} §8 and captures/tensorlake-sdk-0.5.161.txt (sandbox.run)",
     ),
     "On the wire, every run event is a standard SSE frame: `data:` lines holding a JSON object, then a blank line.",
 )

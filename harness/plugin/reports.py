@@ -96,6 +96,9 @@ def note_held_mocks(state: SandproofState, item: pytest.Item) -> None:
 
 def finish_report(state: SandproofState, exitstatus: int) -> None:
     """Gather unknown request fields and write the report files."""
+    from harness.strength import contracts
+
+    state.report.known_contracts = contracts()  # what a covered provider's run could have judged
     state.report.finish(int(exitstatus))
     with contextlib.suppress(Exception):  # best effort: a target may have gone away
         state.collect_unknown_fields()

@@ -25,8 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.strength.model import contract_provider
-from harness.strength.model import contracts as registered_contracts
+from harness.strength.model import Contract, contract_provider
 
 __all__ = [
     "DIFFERS",
@@ -166,6 +165,9 @@ class ContractReport:
         self.unknown_fields: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         self.unknown_sources: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.exit_status: int | None = None
+        #: The registered contracts (set by the plugin): one a covered provider's tests did not record was not
+        #: judged on this target and counts as skipped under its strength.
+        self.known_contracts: list[Contract] = []
 
     # --- collecting ------------------------------------------------------------------------------------
 
@@ -288,7 +290,7 @@ class ContractReport:
                 counts["untagged"]["failed"] += 1
             else:
                 counts["untagged"]["skipped"] += 1
-        for contract in registered_contracts():
+        for contract in self.known_contracts:
             if contract.key not in seen and contract_provider(contract) in providers:
                 counts[contract.strength]["skipped"] += 1
         return counts

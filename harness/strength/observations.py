@@ -90,8 +90,8 @@ def published_text(dist: str, path: str) -> str | None:
     candidates.append(Path(sysconfig.get_paths()["purelib"]))
     for base in candidates:
         file = base / path
-        meta = list(base.glob(f"{name.replace('-', '_')}-*.dist-info"))
-        if file.is_file() and any(m.name.split("-")[1] == version for m in meta):
+        installed = (base / f"{name.replace('-', '_')}-{version}.dist-info").is_dir()
+        if file.is_file() and installed:
             return _collapse(file.read_text(encoding="utf-8", errors="replace"))
     return None
 

@@ -103,7 +103,8 @@ def test_check_fails_a_wrong_engine_and_writes_the_report(tmp_path: Path) -> Non
     assert re.search(
         r"sandproof check FAILED: 0 passed, 2 failed, \d+ skipped against policy:tests.harness.fakes", done.stdout
     )
-    assert re.search(r"^sandproof check: spec \d+ passed, \d+ failed · observed \d+ passed", done.stdout, re.MULTILINE)
+    line = r"^sandproof check: spec \d+ passed, \d+ failed(, \d+ skipped)? · observed \d+ passed"
+    assert re.search(line, done.stdout, re.MULTILINE)
     assert re.search(r"^opensandbox +network-policy +0 +1 +0 ", done.stdout, re.MULTILINE)
     assert "| network-policy | ⏭ skipped | ❌ 0/1 passed |" in (report / "fidelity.md").read_text(encoding="utf-8")
     assert json.loads((report / "results.json").read_text(encoding="utf-8"))["profile"] == "dev"

@@ -11,7 +11,7 @@ import httpx
 
 from harness.concurrency.history import Operation
 from harness.concurrency.linearizability import check_key
-from harness.concurrency.opensandbox_model import UNREACHABLE, OpenSandboxSpec, output_of, policy_view
+from harness.concurrency.opensandbox_model import UNREACHABLE, OpenSandboxSpec, list_view, output_of, policy_view
 from harness.concurrency.workload import ABSENT
 from mockserver.opensandbox import OpenSandboxMock
 
@@ -116,3 +116,27 @@ def test_a_lost_egress_merge_is_a_violation() -> None:
     assert check_key("sb", history, spec).verdict == "violation"
     both = ("ok", 200, policy("deny", ("deny", "b.org"), ("deny", "a.org"), ("allow", "pypi.org")))
     assert check_key("sb", [*history[:3], op("egress-get", None, both, 12, 13)], spec).verdict == "linearizable"
+
+
+def _status(state: str, reason: str) -> dict[str, Any]:
+    return {"status": {"state": state, "reason": reason}}
+
+
+def test_the_docker_runtimes_transitional_states_read_as_a_sandbox_that_exists() -> None:
+    """opensandbox-server 1.1.1 shows a create's unstarted container and a delete's killed one to a concurrent list."""
+    spec = OpenSandboxSpec(strict=False, label=LABEL)
+    created = ("created", 202, '{"state":"Running"}')
+    pending = list_view(_status("Pending", "CONTAINER_STARTING"))
+    killed = list_view(_status("Failed", "CONTAINER_EXITED_ERROR"))
+    assert pending == killed == ("listed", '{"state":"Running"}')
+    history = [  # the minimal history the real server gave, read as the contract reads it
+        op("create", CREATE, created, 0, 10),
+        op("list", None, pending, 2, 5),
+        op("delete", None, ("ok", 204), 11, 20),
+        op("list", None, killed, 12, 14),
+        op("list", None, ABSENT, 21, 22),
+    ]
+    assert check_key("sb", history, spec).verdict == "linearizable"
+    paused = ("listed", '{"state":"Paused"}')  # a state no operation here leads to is still a violation
+    assert check_key("sb", [*history[:2], op("list", None, paused, 11, 12)], spec).verdict == "violation"
+    assert list_view(_status("Failed", "OOM_KILLED")) == ("listed", '{"state":"Failed"}')

@@ -222,11 +222,11 @@ def test_tagged_checks_reach_the_summary_the_report_and_junit(
     result = pytester.runpytest_inprocess(*args)
     result.assert_outcomes(**({"failed": 1} if strict else {"passed": 1}))
     if strict:
-        result.stdout.fnmatch_lines(["*checks by strength: spec 1 passed · observed 0 · choice 1 failed (strict*"])
+        result.stdout.fnmatch_lines(["*checks by strength: spec 1 passed* · observed * · choice 1 failed* (strict*"])
     else:
         result.stdout.fnmatch_lines(
             [
-                "*checks by strength: spec 1 passed · observed 0 · choice 1 differ",
+                "*checks by strength: spec 1 passed* · observed * · choice *1 differ*",
                 "*differs from sandproof's choice: demo:stored (*test_tagged): stored as given (input: {'deny_out': *})",
             ]
         )

@@ -64,7 +64,7 @@ def test_summary_lines_show_counts_and_reasons() -> None:
     faults = next(line for line in lines if "faults" in line)
     assert faults.split()[2:5] == ["0", "0", "2"] and "no /_mock admin API" in faults
     assert lines[-2].startswith("2 passed, 1 failed, 2 skipped in ")
-    assert lines[-1] == "checks by strength: untagged 2 passed, 1 failed"
+    assert lines[-1] == "checks by strength: untagged 2 passed, 1 failed, 2 skipped"
     assert "120 Hypothesis examples" in lines[-2]
     assert ContractReport("mock").summary_lines() == []
 
@@ -152,13 +152,16 @@ def _tagged(strict: bool = False) -> ContractReport:
 
 def test_checks_are_counted_per_strength_and_untagged_tests_apart() -> None:
     rep = _tagged()
+    zero = {"passed": 0, "failed": 0, "skipped": 0, "deviation": 0, "differs": 0}
     assert rep.strength_counts() == {
-        "spec": {"passed": 2, "failed": 0, "differs": 0},
-        "observed": {"passed": 1, "failed": 0, "differs": 0},
-        "choice": {"passed": 1, "failed": 0, "differs": 1},
-        "untagged": {"passed": 0, "failed": 1, "differs": 0},
+        "spec": {**zero, "passed": 2},
+        "observed": {**zero, "passed": 1},
+        "choice": {**zero, "passed": 1, "differs": 1},
+        "untagged": {**zero, "failed": 1, "skipped": 1},
     }
-    assert rep.strength_line() == "spec 2 passed · observed 1 passed · choice 1 passed, 1 differ · untagged 1 failed"
+    assert rep.strength_line() == (
+        "spec 2 passed · observed 1 passed · choice 1 passed, 1 differ · untagged 1 failed, 1 skipped"
+    )
     assert _tagged(strict=True).strength_line().endswith("(strict: choices fail the run)")
 
 

@@ -215,7 +215,9 @@ def render(found: Sequence[Contract] | None = None, kills: Mapping[str, list[str
         "## Contracts",
         "",
         "A spec contract's source lists the sentences it checks (quoted in the last section); an observed one says "
-        "where it was measured; a choice gives sandproof's reason. Each mutant named is verified to fail the check "
+        "what was seen and where: the real opensandbox-server 1.1.1 in `make contracts-real`, a capture kept in the "
+        "repository (with the quote found there), or a package's published source (the file and the quoted rule, "
+        "checked against the installed version); a choice gives sandproof's reason. Each mutant named is verified to fail the check "
         "aimed at it (`tests/harness/policy/`, `tests/harness/machines/`, `tests/harness/concurrency/`); a choice "
         "mutant is caught only by a choice check. The API machines check behaviour (accepted or refused, status, "
         "the policy by what it decides) apart from representation (exact status among equivalent ones, error code, "

@@ -6,6 +6,7 @@ stopped, and prints the ``export`` lines of their SDK environment.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import shlex
 import signal
@@ -21,6 +22,7 @@ from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
 from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 
 if TYPE_CHECKING:
+    from mockserver.asgi.server import MockServer
     from mockserver.service import HttpMock
 
 __all__ = [
@@ -39,6 +41,8 @@ TENSORLAKE_PORT = 8911
 OPENSANDBOX_PORT = 8080
 #: Seconds a connection may take to send a request head (see :mod:`mockserver.asgi.connections`).
 DEFAULT_HEADER_TIMEOUT = 10.0
+#: Seconds an idle keep-alive connection stays open.
+DEFAULT_KEEP_ALIVE = 5.0
 
 
 @dataclass
@@ -52,7 +56,7 @@ class ServeOptions:
     state_file: str | None = None
     seed: int | None = None
     clock: ClockMode = "wall"
-    keep_alive: float = 5.0
+    keep_alive: float = DEFAULT_KEEP_ALIVE
     max_connections: int | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     admin_token: str | None = None
@@ -128,8 +132,11 @@ def env_lines(host: str, tensorlake_port: int, opensandbox_port: int, api_key: s
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
 
 
-def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
-    """Return the exact ``sandproof env`` command that matches a server on ``host`` and those ports."""
+def env_command(host: str, tensorlake_port: int, opensandbox_port: int, api_key: str | None = None) -> str:
+    """Return the exact ``sandproof env`` command that matches a server on ``host`` and those ports.
+
+    ``api_key`` is added as ``--api-key`` when the server pins its keys (the default key would then get 401).
+    """
     parts = ["sandproof", "env"]
     if host != "127.0.0.1":
         parts += ["--host", host]
@@ -137,7 +144,31 @@ def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
         parts += ["--tensorlake-port", str(tensorlake_port)]
     if opensandbox_port != OPENSANDBOX_PORT:
         parts += ["--opensandbox-port", str(opensandbox_port)]
+    if api_key is not None and api_key != DEFAULT_API_KEY:
+        parts += ["--api-key", api_key]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+#: The command-line option that sets each mock's port, named when a port is taken.
+PORT_OPTIONS = {"tensorlake": "--tensorlake-port", "opensandbox": "--opensandbox-port"}
+
+
+def _advertised_key(options: ServeOptions) -> str | None:
+    """Return the key the banner's ``env`` line should carry: the first pinned key, or None when any key works."""
+    return options.api_keys[0] if options.api_keys else None
+
+
+def _start(server: MockServer, name: str, port: int) -> None:
+    """Bind and start one mock's server; a taken or forbidden port is a :class:`ServeError` naming its option."""
+    try:
+        server.start(wait=False)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"port {port} on {server.host} is already in use ({name} mock): "
+                f"choose another with {PORT_OPTIONS[name]} PORT, or stop what listens there"
+            ) from exc
+        raise ServeError(f"cannot listen on {server.host}:{port} for the {name} mock: {exc.strerror or exc}") from exc
 
 
 def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
@@ -188,18 +219,21 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         for name, mock in mocks.items()
     }
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        for server in servers.values():
-            server.start(wait=False)  # both start at once
+        for name, server in servers.items():
+            _start(server, name, ports[name])  # both start at once
         for name, server in servers.items():
             server.wait_started()
             out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
-        command = env_command(options.host, servers["tensorlake"].port, servers["opensandbox"].port)
+        command = env_command(
+            options.host, servers["tensorlake"].port, servers["opensandbox"].port, _advertised_key(options)
+        )
         out(f'point the SDKs at these mocks with: eval "$({command})"; Ctrl-C stops')
         stop.wait()
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         for server in servers.values():
             server.stop()
         if store is not None:

@@ -80,7 +80,8 @@ def admin_routes(
 
     async def faults(request: Request) -> Response:
         if request.method == "GET":
-            return JSONResponse([r.to_json() for r in core.faults.rules()])
+            everything = request.query_params.get("all") in ("1", "true")
+            return JSONResponse([r.to_json() for r in (core.faults.history() if everything else core.faults.rules())])
         if request.method == "DELETE":
             core.faults.clear()
             return JSONResponse({"cleared": True})

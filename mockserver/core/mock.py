@@ -90,7 +90,7 @@ class MockCore(abc.ABC):
         A ``wall`` clock keeps the real time (clients compute expiry from it); a ``manual`` or ``auto``
         clock goes back to its fixed epoch.
         """
-        self.faults.clear()
+        self.faults.reset()
         self.journal.clear()
         if self.clock.mode == "wall":
             self.clock.reset(time.time())

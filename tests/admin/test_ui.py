@@ -161,7 +161,16 @@ def test_the_catalogue_arms_named_faults_from_the_page(browser: Chromium) -> Non
         browser.wait_for("document.getElementById('status').innerText.startsWith('armed unavailable')")
         (rule,) = mock.faults.rules()
         assert (rule.path, rule.status, rule.times, rule.headers) == ("/v1/sandboxes", 503, 3, {"Retry-After": "2"})
-        browser.wait_for("document.querySelector('#faults tbody').innerText.includes('respond:503')")
+        assert rule.name == "unavailable"
+        browser.wait_for("document.querySelector('#faults tbody').innerText.includes('unavailable')")
+        assert [
+            httpx.get(f"{srv.url}/v1/sandboxes", headers={"OPEN-SANDBOX-API-KEY": KEY}).status_code for _ in range(3)
+        ] == [503, 503, 503]
+        browser.wait_for("document.querySelector('#faults-ended tbody').textContent.includes('spent')")
+        cells = browser.evaluate(
+            "[...document.querySelectorAll('#faults-ended tbody tr td')].map((c) => c.textContent)"
+        )
+        assert [cells[1], cells[4], cells[6]] == ["unavailable", "3", "spent"]
 
 
 def _wait_until(predicate: Any, timeout: float = 5.0) -> None:

@@ -301,10 +301,24 @@ async function refreshClock() {
   if (document.activeElement !== mode) mode.value = clock.mode;
 }
 
+// What an advance changed: the sandboxes that ended or moved to another state, as one line.
+function clockChanges(before, after) {
+  const now = new Map(after.map((sb) => [sb.id, sb.state]));
+  const changes = [];
+  for (const sb of before) {
+    const state = now.get(sb.id);
+    if (state === undefined) changes.push(`${sb.id} ${sb.state} → gone`);
+    else if (state !== sb.state) changes.push(`${sb.id} ${sb.state} → ${state}`);
+  }
+  return changes.length ? `; ${changes.length} sandbox${changes.length > 1 ? "es" : ""} changed: ${changes.join(", ")}` : "";
+}
+
 async function advanceClock() {
   try {
+    const before = (await call("GET", "/sandboxes")).sandboxes;
     const result = await call("POST", "/clock/advance", { seconds: numberOr("clock-seconds", 0) });
-    say(`clock now ${when(result.now)}`, true);
+    const after = (await call("GET", "/sandboxes")).sandboxes;
+    say(`clock now ${when(result.now)}${clockChanges(before, after)}`, true);
   } catch (error) { say(error.message); }
   await refreshAll();
 }

@@ -12,7 +12,7 @@ import shlex
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -62,6 +62,7 @@ class ServeOptions:
     admin_token: str | None = None
     execd_token: str | None = None
     runtime: str = "emulator"
+    scenarios: Sequence[str] = field(default_factory=tuple)
 
 
 class ServeError(ValueError):
@@ -83,11 +84,14 @@ def build_mocks(
     seed: int | None,
     clock_mode: ClockMode,
     api_keys: Sequence[str] = (),
+    provider_keys: Mapping[str, Sequence[str]] | None = None,
     admin_token: str | None = None,
     execd_token: str | None = None,
     runtime: str = "emulator",
 ) -> dict[str, HttpMock]:
     """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
+
+    ``provider_keys`` adds keys one provider alone accepts (a scenario's ``api_keys``).
 
     By default any non-empty key is accepted, each key its own tenant (project); several pinned keys are
     each their own tenant. ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox
@@ -113,9 +117,12 @@ def build_mocks(
         if not report.ok:
             raise ServeError(report.message())
     chosen: Literal["emulator", "linux"] = "linux" if runtime == "linux" else "emulator"
-    tensorlake = TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None, runtime=chosen)
+    extra = provider_keys or {}
+    tensorlake_keys = [*keys, *extra.get("tensorlake", ())]
+    opensandbox_keys = [*keys, *extra.get("opensandbox", ())]
+    tensorlake = TensorLakeMock(seed=seed, clock=clock(), api_keys=tensorlake_keys or None, runtime=chosen)
     opensandbox = OpenSandboxMock(
-        seed=seed, clock=clock(), api_key=pinned_keys(keys), execd_token=execd_token, runtime=chosen
+        seed=seed, clock=clock(), api_key=pinned_keys(opensandbox_keys), execd_token=execd_token, runtime=chosen
     )
     mocks: dict[str, HttpMock] = {"tensorlake": tensorlake, "opensandbox": opensandbox}
     for mock in mocks.values():
@@ -153,9 +160,15 @@ def env_command(host: str, tensorlake_port: int, opensandbox_port: int, api_key:
 PORT_OPTIONS = {"tensorlake": "--tensorlake-port", "opensandbox": "--opensandbox-port"}
 
 
-def _advertised_key(options: ServeOptions) -> str | None:
-    """Return the key the banner's ``env`` line should carry: the first pinned key, or None when any key works."""
-    return options.api_keys[0] if options.api_keys else None
+def _advertised_key(options: ServeOptions, mocks: Mapping[str, HttpMock]) -> str | None:
+    """Return the key the banner's ``env`` line should carry: the first key both mocks accept, or None for any."""
+    if options.api_keys:
+        return options.api_keys[0]
+    pinned = [mock.pinned_keys() for mock in mocks.values()]
+    common = [key for key in (pinned[0] or []) if all(p is None or key in p for p in pinned[1:])]
+    if common:
+        return common[0]
+    return next((keys[0] for keys in pinned if keys), None)
 
 
 def _start(server: MockServer, name: str, port: int) -> None:
@@ -184,10 +197,22 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
             f"--host {options.host} exposes the /_mock admin API (it resets state and lists API keys) beyond "
             "this machine: give --admin-token TOKEN, or bind a loopback address"
         )
+    from mockserver.scenario import ScenarioError, load_scenarios
+
+    if options.scenarios and options.state_file:
+        raise ServeError(
+            "--scenario and --state-file do not go together: a scenario starts the mocks the same way every time, "
+            "a state file where they stopped; choose one"
+        )
+    try:
+        scenarios = load_scenarios(options.scenarios)
+    except ScenarioError as exc:
+        raise ServeError(str(exc)) from exc
     mocks = build_mocks(
         seed=options.seed,
         clock_mode=options.clock,
         api_keys=options.api_keys,
+        provider_keys={name: scenarios.api_keys(name) for name in ("tensorlake", "opensandbox")},
         admin_token=options.admin_token,
         execd_token=options.execd_token,
         runtime=options.runtime,
@@ -206,6 +231,12 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         if opened:
             out(opened)
         apps = {name: CommitBeforeSend(mock.app, store.commit, mock.touched_by_request) for name, mock in mocks.items()}
+    try:
+        scenarios.before_serving(mocks)
+    except ScenarioError as exc:
+        for mock in mocks.values():
+            mock.close()
+        raise ServeError(str(exc)) from exc
     ports = {"tensorlake": options.tensorlake_port, "opensandbox": options.opensandbox_port}
     servers = {
         name: MockServer(
@@ -226,8 +257,13 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         for name, server in servers.items():
             server.wait_started()
             out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
+        try:
+            for line in scenarios.once_serving(mocks, {n: s.url for n, s in servers.items()}, options.execd_token):
+                out(line)
+        except ScenarioError as exc:
+            raise ServeError(str(exc)) from exc
         command = env_command(
-            options.host, servers["tensorlake"].port, servers["opensandbox"].port, _advertised_key(options)
+            options.host, servers["tensorlake"].port, servers["opensandbox"].port, _advertised_key(options, mocks)
         )
         out(f'point the SDKs at these mocks with: eval "$({command})"; Ctrl-C stops')
         stop.wait()

@@ -34,6 +34,14 @@ def _serve_options(cmd: argparse.ArgumentParser) -> None:
         help="accept only this key (repeatable; default: any non-empty key, each its own tenant)",
     )
     cmd.add_argument("--state-file", help="keep state in this SQLite file across restarts (default: in memory)")
+    cmd.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="start in this scenario (JSON or TOML: keys, faults, DNS, clock, seed sandboxes; repeatable, one file "
+        "a provider; GET /_mock/scenario exports one; see docs/scenarios.md) (default: none)",
+    )
     cmd.add_argument("--seed", type=int, default=None, help="make ids deterministic (default: random ids)")
     cmd.add_argument(
         "--clock", choices=["wall", "manual", "auto"], default="wall", help="virtual clock mode (default: %(default)s)"
@@ -139,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin_token=args.admin_token,
             execd_token=args.execd_token,
             runtime=args.runtime,
+            scenarios=tuple(args.scenario),
         )
         try:
             return serve(options, out=lambda line: print(line, flush=True))

@@ -11,6 +11,7 @@ the method (``POST /_mock/faults/catalogue/{name}``). A refused call arms nothin
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import types
@@ -26,6 +27,8 @@ __all__ = ["FaultParam", "NamedFault", "arm", "catalogue_of", "describe", "named
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__sandproof_fault__"
+#: Set while a named fault runs, so a fault that calls another is named after the one that was asked for.
+_ARMING: contextvars.ContextVar[bool] = contextvars.ContextVar("sandproof_arming_fault", default=False)
 _TYPES: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object"}
 
 
@@ -102,7 +105,13 @@ def named_fault(sdk_reaction: str, **params: str) -> Callable[[F], F]:
     def mark(method: F) -> F:
         @functools.wraps(method)
         def named(*args: Any, **kwargs: Any) -> Any:
-            result = method(*args, **kwargs)
+            if _ARMING.get():  # a fault built on another: the outermost names the rules
+                return method(*args, **kwargs)
+            token = _ARMING.set(True)
+            try:
+                result = method(*args, **kwargs)
+            finally:
+                _ARMING.reset(token)
             for rule in _armed(result):
                 if rule.name in ("", rule.action, f"{rule.action}:{rule.status}"):
                     rule.name = method.__name__

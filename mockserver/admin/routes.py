@@ -23,6 +23,7 @@ from mockserver.core.mock import MockCore
 
 from . import operations
 from .catalogue import NamedFault, arm, describe
+from .scenario import export_scenario
 
 __all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "UI_ASSETS", "admin_routes", "ui_asset"]
 
@@ -117,6 +118,11 @@ def admin_routes(
     async def sandboxes(request: Request) -> Response:
         return JSONResponse(operations.sandboxes(core))
 
+    async def scenario(request: Request) -> Response:
+        document = export_scenario(core, core.pinned_keys())
+        filename = f"sandproof-{core.provider}-scenario.json"
+        return JSONResponse(document, headers={"content-disposition": f'inline; filename="{filename}"'})
+
     async def ui(request: Request) -> Response:
         name = request.path_params.get("asset", "index.html")
         if name not in UI_ASSETS:
@@ -150,6 +156,7 @@ def admin_routes(
         Route(f"{p}/journal/{{seq:int}}", journal_entry, methods=["GET"]),
         Route(f"{p}/dns", dns, methods=["GET", "PUT", "POST"]),
         Route(f"{p}/sandboxes", sandboxes, methods=["GET"]),
+        Route(f"{p}/scenario", scenario, methods=["GET"]),
         Route(f"{p}/ui", ui, methods=["GET"]),
         Route(f"{p}/ui/{{asset}}", ui, methods=["GET"]),
         *extra,

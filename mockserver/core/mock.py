@@ -63,6 +63,10 @@ class MockCore(abc.ABC):
         """
         return []
 
+    def pinned_keys(self) -> list[str] | None:
+        """Return the API keys the mock accepts, or None when it accepts any key (or none is needed)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the mock holds beyond memory (a real runtime's sandboxes); the default holds nothing."""
 

@@ -240,6 +240,9 @@ def test_tensorlake_expiry_no_favicon_and_what_an_advance_ended(browser: Chromiu
         browser.wait_for("document.getElementById('status').innerText.includes('changed')")
         assert sid in browser.text("#status") and "running" in browser.text("#status")
         assert all("favicon" not in e.path for e in mock.journal.entries())
+        link = browser.evaluate("document.getElementById('export-scenario').href")
+        exported = httpx.get(link).json()
+        assert exported["sandproof_scenario"] == 1 and "snapshot" in exported["tensorlake"]
         blocked = OpenSandboxMock(api_key=KEY)
         blocked.admin_token = "t"
         with blocked.server() as guarded:

@@ -80,6 +80,8 @@ def fs_error(exc: FsError, path: str) -> ApiError:
     """Map a filesystem error to execd's error body."""
     if exc.code == "not_found":
         return ApiError(404, "FILE_NOT_FOUND", f"file not found: {path}")
+    if exc.code == "not_regular":  # a FIFO, socket or device: refused, never opened for I/O (choice)
+        return ApiError(400, "INVALID_FILE", f"{path}: not a regular file")
     return ApiError(500, "RUNTIME_ERROR", f"{path}: {exc.strerror.lower()}")
 
 

@@ -81,6 +81,7 @@ _FS_STATUS = {
     "invalid_path": 400,
     "permission_denied": 403,
     "read_only": 403,
+    "not_regular": 400,
     "no_space": 507,
 }
 

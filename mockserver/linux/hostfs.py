@@ -34,7 +34,11 @@ callable, so the real sandbox can be made on first use.
 Known deviations: ``walk`` and ``search`` do not descend into the read-only system folders unless asked
 for a path inside them, nor into ``/proc``, ``/dev``, ``/run`` and ``/sys``; symbolic links are listed as
 files and never followed by ``walk``; ``dump`` (snapshots, state files) keeps the writable files only, at
-most :data:`DUMP_LIMIT` bytes of content (larger files are left out).
+most :data:`DUMP_LIMIT` bytes of content (larger files are left out), and no FIFO, socket or device; reading or
+writing a FIFO, socket or device is refused (``not_regular``) where the providers' own daemons would wait
+on it; ``replace`` refuses files over :data:`REPLACE_LIMIT` bytes (``no_space``); a file written through the
+API is charged to the sandbox's file system and owned by its root, but its page cache is charged to the
+server's memory cgroup, not the sandbox's.
 """
 
 from __future__ import annotations

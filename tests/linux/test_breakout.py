@@ -26,9 +26,11 @@ import pytest
 from mockserver.asgi.server import MockServer
 from mockserver.linux import LinuxSandbox
 from mockserver.linux.confine import Confinement, Resolved
+from mockserver.linux.hostfs import HostFileSystem
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.tensorlake import TensorLakeMock
 
+from ..mutants import linux_files_mocks
 from .conftest import needs_runtime
 
 pytestmark = needs_runtime
@@ -421,3 +423,27 @@ def test_a_sparse_gigabyte_is_streamed_with_bounded_memory(
         )
         assert (tail.status_code, tail.content) == (206, b"\0\0END")
     tenant.sh("rm /workspace/big.bin")
+
+
+# -- the suite against wrong files APIs (tests/mutants/linux_files_mocks.py) ------------------------------------
+
+
+@pytest.mark.parametrize("links", ["osb"], indirect=True)
+def test_the_suite_catches_a_chmod_by_host_path(
+    links: tuple[Tenant, str, str], host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(HostFileSystem, "chmod", linux_files_mocks.chmod_by_host_path)
+    tenant, dir_link, file_link = links
+    with pytest.raises(AssertionError), untouched(host):
+        OSB_ATTEMPTS["chmod a file link"](tenant, dir_link, file_link)
+
+
+def test_the_suite_catches_a_stat_by_host_path(
+    osb: Tenant, swap: Callable[[Tenant, str, Path], None], host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(HostFileSystem, "stat", linux_files_mocks.stat_by_host_path)
+    directory = f"/tmp/race{os.urandom(4).hex()}/d"
+    osb.sh(f"mkdir -p {directory} && echo mine > {directory}/secret")
+    swap(osb, directory, host)
+    answer = osb.request("GET", "/files/info", params={"path": f"{directory}/secret"})
+    assert answer.status_code == 200 and answer.json()[f"{directory}/secret"]["size"] == len(SECRET)  # leaked

@@ -43,7 +43,8 @@ def test_each_sandbox_has_an_execd_of_its_own(real: RealOpenSandboxServer, clien
     """Two sandboxes, two stand-ins: a file one writes is not the other's; the create's env reaches its commands."""
     first = client.post("/v1/sandboxes", json={**BODY, "env": {"WHO": "first"}}).json()["id"]
     second = client.post("/v1/sandboxes", json={**BODY, "networkPolicy": POLICY}).json()["id"]
-    assert _run(client, first, "echo one > /tmp/f").status_code == 200
+    ran = _run(client, first, "echo one > /tmp/f")
+    assert ran.status_code == 200, (ran.text, real.logs()[-3000:])
     assert _run(client, second, "echo two > /tmp/f").status_code == 200
     assert '"text":"one\\n"' in _run(client, first, "cat /tmp/f").text
     assert '"text":"first\\n"' in _run(client, first, "echo $WHO").text

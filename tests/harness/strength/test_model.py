@@ -17,6 +17,7 @@ from harness.strength import (
     status_of,
     tagged,
 )
+from harness.strength.observations import capture
 
 
 def test_spec_cites_the_quoted_sentences() -> None:
@@ -30,11 +31,15 @@ def test_spec_cites_the_quoted_sentences() -> None:
 
 
 def test_observed_and_choice_need_their_text() -> None:
-    seen = observed("captures/x.txt", "the SDK sends null", sentences=("tl.update.clear",))
-    assert seen.source == "captures/x.txt: the SDK sends null" and seen.sentences == ("tl.update.clear",)
+    at = capture("docs/sources/captures/x.txt", "null")
+    seen = observed(at, "the SDK sends null", sentences=("tl.update.clear",))
+    assert seen.source == "the SDK sends null (observed: docs/sources/captures/x.txt: “null”)"
+    assert seen.sentences == ("tl.update.clear",) and seen.observations == (at,)
+    with pytest.raises(ValueError):
+        observed(at, " ")
     assert choice("sources silent").source == "sources silent"
     with pytest.raises(ValueError):
-        observed(" ", "x")
+        observed(" ", "x")  # type: ignore[arg-type]  # a place is an Observation, not text
     with pytest.raises(ValueError, match="one line"):
         choice("two\nlines")
     with pytest.raises(ValueError, match="needs a source"):

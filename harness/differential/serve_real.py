@@ -24,7 +24,13 @@ from contextlib import contextmanager
 from harness.differential.execd import MockExecd, SidecarReadiness
 from harness.differential.real_server import RealOpenSandboxServer, RealOpenSandboxUnavailable
 
-__all__ = ["build_parser", "check_command", "main", "real_server"]
+__all__ = ["STAND_IN", "build_parser", "check_command", "main", "real_server"]
+
+#: What the run says about the runtime behind the server's sandboxes.
+STAND_IN = (
+    "each sandbox's execd is served by sandproof's own (a sandbox of its own in sandproof's OpenSandbox mock); "
+    "no egress sidecar runs"
+)
 
 
 @contextmanager
@@ -73,10 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with real_server(api_key=args.key) as server:
             print(f"OPEN_SANDBOX_URL={server.url}", flush=True)
             print(f"OPEN_SANDBOX_API_KEY={server.api_key}", flush=True)
+            print(f"# the real opensandbox-server 1.1.1 (fake Docker Engine API); {STAND_IN}", flush=True)
             if args.check:
                 env = dict(os.environ, OPEN_SANDBOX_API_KEY=str(server.api_key))
                 return subprocess.call(check_command(server.url, rest), env=env)
-            print("serving the real opensandbox-server 1.1.1 (sandboxes' execd: sandproof's); Ctrl-C stops it")
+            print("# serving until Ctrl-C", flush=True)
             try:
                 while True:
                     time.sleep(3600)

@@ -408,7 +408,9 @@ class _AppServer:
 
 async def _serve_asgi(app: ASGIApp, port: int) -> _AppServer:
     """Serve `app` on 127.0.0.1:`port` in the running loop, with uvicorn's HTTP and WebSocket protocols."""
-    config = uvicorn.Config(app, interface="asgi3", log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        app, interface="asgi3", log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=300
+    )
     config.load()
     state = ServerState()
 

@@ -9,8 +9,9 @@ Known deviations from the real 1.1.1 server:
 
 * The Kubernetes-like profile answers a create at once with ``Pending`` (the real one blocks until
   the pod runs); its endpoints answer 404 ``KUBERNETES::POD_IP_NOT_AVAILABLE`` until ready.
-* A ``networkPolicy`` whose targets the reference engine rejects gives 400
-  ``SANDBOX::INVALID_PARAMETER`` (the real server starts a sidecar that fails, then 500s).
+* A ``networkPolicy`` whose targets the reference engine rejects is accepted (202) as on the real server; the
+  sandbox then has no sidecar and no egress (:func:`~.spec.sidecar_policy`), where the real Docker runtime's
+  sidecar would fail its start and the create would answer 500 after the readiness timeout.
 * Bodies over 1 MiB get 413 (the real server has no limit); diagnostics are not served (404).
 """
 
@@ -214,9 +215,19 @@ def create_snapshot(state: OpenSandboxState, tenant: str, sandbox_id: str, body:
     return CreatedSnapshot(snap, snap.to_json(state.clock.now()), f"/v1/snapshots/{snap.id}")
 
 
+#: The largest SQLite integer: the real server's snapshot store puts ``(page - 1) * pageSize`` in ``OFFSET ?``.
+SQLITE_MAX_INTEGER = 2**63 - 1
+
+
 def list_snapshots(state: OpenSandboxState, tenant: str, query: Query) -> dict[str, Any]:
-    """Return a page of the tenant's snapshots (``sandboxId``, ``name`` and ``state`` filters), newest first."""
+    """Return a page of the tenant's snapshots (``sandboxId``, ``name`` and ``state`` filters), newest first.
+
+    As the real server (``repositories/snapshots/sqlite.py``: ``LIMIT ? OFFSET ?``, the overflow not caught), a
+    page whose offset SQLite cannot hold answers a bare 500.
+    """
     page = page_of(query)
+    if (page.page - 1) * page.size > SQLITE_MAX_INTEGER:
+        raise TextError(500, "INTERNAL_SERVER_ERROR", "Internal Server Error")
     return state.list_snapshots(
         tenant,
         query_last(query, "sandboxId"),

@@ -84,3 +84,17 @@ def test_the_command_line_checks_the_real_server_with_the_rest_of_its_arguments(
     command = check_command("http://127.0.0.1:1", rest)
     assert command[:5] == [sys.executable, "-m", "harness.cli", "--target", "opensandbox:http://127.0.0.1:1"]
     assert command[5:] == rest
+
+
+@pytest.mark.parametrize(("page", "status"), [(2**63 // 196 + 1, 200), (2**63 // 196 + 2, 500)])
+def test_a_snapshot_page_past_sqlites_integers_is_a_500_on_both(client: httpx.Client, page: int, status: int) -> None:
+    """The real server's snapshot store puts the offset in SQLite unguarded; the mock's model answers alike."""
+    from mockserver.opensandbox import OpenSandboxMock
+
+    params = {"pageSize": 196, "page": page}
+    real = client.get("/v1/snapshots", params=params, headers={"Connection": "close"})
+    mock = OpenSandboxMock(api_key="k")
+    with mock.server() as served:
+        answer = httpx.get(f"{served.url}/v1/snapshots", params=params, headers={"OPEN-SANDBOX-API-KEY": "k"})
+    assert real.status_code == answer.status_code == status
+    assert real.headers["content-type"].split(";")[0] == answer.headers["content-type"].split(";")[0]

@@ -6,7 +6,12 @@ two ways, both served by this same app, so one transport or one socket serves ev
 
 * directly, at the endpoint ``{host}/direct/{sandbox_id}/{port}`` the lifecycle API hands out
   (scheme-less, as the real server does);
-* through the server proxy ``{host}/v1/sandboxes/{sandbox_id}/proxy/{port}`` (``use_server_proxy``).
+* through the server proxy ``{host}/v1/sandboxes/{sandbox_id}/proxy/{port}`` (``use_server_proxy``), which
+  passes on the request's headers cleaned as the real server cleans them (:mod:`.model.forwarding`: no
+  credentials, ``X-Forwarded-*`` rebuilt from the connection).
+
+With the emulator, ports other than execd's and the sidecar's are served by an echo app (:mod:`.routes.echo`)
+that answers what reached the sandbox.
 
 ``runtime`` chooses what runs the sandboxes: ``"emulator"`` (the default: the shared command emulator over
 an in-memory filesystem) or ``"linux"`` (real processes in Linux namespaces: execd's commands, bash
@@ -20,7 +25,7 @@ releases its sandboxes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.routing import BaseRoute, Mount
@@ -44,6 +49,7 @@ from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes import admin
+from .routes.echo import echo_app
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
@@ -57,6 +63,11 @@ __all__ = ["RUNTIMES", "OpenSandboxMock"]
 #: What can run the sandboxes (see the module docstring).
 RUNTIMES = ("emulator", "linux")
 RuntimeName = Literal["emulator", "linux"]
+
+
+def _echo_port(sb: SandboxRecord, port: int) -> ASGIApp:
+    """Return the emulator's app for a sandbox's own port: the echo app."""
+    return echo_app
 
 
 class OpenSandboxMock(HttpMock):
@@ -111,7 +122,7 @@ class OpenSandboxMock(HttpMock):
             egress_token=egress_token,
             enforcement=enforcement_mode,
             snapshot_seconds=snapshot_seconds,
-            user_ports=runtime == "linux",
+            user_ports=True,
             allowed_host_paths=tuple(allowed_host_paths),
         )
         self.profile = make_profile(
@@ -138,7 +149,7 @@ class OpenSandboxMock(HttpMock):
             EXECD_PORT: OnFirstCall(lambda: service_router([*live, *self.execd_routes(), *self.file_routes()])),
             EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),
         }
-        user_port = None
+        user_port: Callable[[SandboxRecord, int], ASGIApp] = _echo_port
         if linux is not None:
             services[EXECD_PORT] = linux.prepared(services[EXECD_PORT])  # the sidecar needs no real sandbox
             user_port = linux.port_app

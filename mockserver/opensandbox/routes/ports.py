@@ -83,6 +83,11 @@ class PortDispatcher:
         self.ctx = ctx
         self.via_proxy = via_proxy
 
+    def forwarded(self, scope: Scope) -> list[tuple[bytes, bytes]]:
+        """Return the headers a proxied request carries on to the port's service (the model's rule)."""
+        client = scope.get("client")
+        return proxy_headers(scope.get("headers") or [], str(scope.get("scheme", "http")), client and client[0])
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         params = scope.get("path_params", {})
         sandbox_id, port = str(params["sandbox_id"]), int(params["port"])
@@ -112,9 +117,7 @@ class PortDispatcher:
             return
         state[SANDBOX_KEY] = sb
         if self.via_proxy:
-            client = scope.get("client")
-            headers = proxy_headers(scope.get("headers") or [], str(scope.get("scheme", "http")), client and client[0])
-            scope = {**scope, "headers": headers}
+            scope = {**scope, "headers": self.forwarded(scope)}
         service = self.ctx.services.get(port)
         if service is None and self.ctx.user_port is not None:
             service = self.ctx.user_port(sb, port)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from harness.machines.opensandbox.machine import (
     parse_run,
     run_machine,
 )
+from harness.machines.opensandbox.proxy_rules import PROXY_HEADERS
 from harness.machines.opensandbox.run import MUTANT_SEEDS
 from harness.machines.opensandbox.run import check_mock as run_against_mock
 from harness.machines.opensandbox.run import kills_mutant as run_mutant
@@ -23,6 +25,7 @@ from harness.reporting.mutation import Kill, load_mutants, mutation_score
 from harness.strength import ledger
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
+from mockserver.opensandbox.routes.ports import PortDispatcher
 from tests.mutants.opensandbox_mocks import MOCK_MUTANTS, MockMutant
 
 SEED = 0
@@ -110,3 +113,21 @@ def test_mutation_score_counts_kills() -> None:
     assert isinstance(mutants["opensandbox-api:create-200"](), OpenSandboxMock)
     one = {name: mutants[name] for name in sorted(killed)}
     assert mutation_score(run_mutant, one) == (2, 2)
+
+
+def test_proxy_headers_judges_nothing_where_no_app_reports_its_request() -> None:
+    """A target whose sandbox ports have nothing behind them (502) gives the rule nothing to judge: the contract
+    test then skips the ``proxy-headers`` operation with :data:`NOTHING_BEHIND` instead of passing or failing."""
+    mock = OpenSandboxMock()
+    ctx = mock.proxy_app.ctx
+    bare = dataclasses.replace(ctx, config=dataclasses.replace(ctx.config, user_ports=False), user_port=None)
+    mock.proxy_app = PortDispatcher(bare, via_proxy=True)
+    with ledger() as book:
+        assert run_against_mock(mock, operations=["proxy-headers"], settings=_settings(10), seed=SEED) is None
+    assert PROXY_HEADERS.key not in book.by_contract
+    assert "answers" in {key.split(":")[1] for key in book.by_contract}  # the programs did run
+    with ledger() as book:
+        assert (
+            run_against_mock(OpenSandboxMock(), operations=["proxy-headers"], settings=_settings(10), seed=SEED) is None
+        )
+    assert book.by_contract[PROXY_HEADERS.key].status == "passed"

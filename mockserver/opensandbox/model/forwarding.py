@@ -18,7 +18,7 @@ then adds ``X-Forwarded-Proto`` (the connection's scheme, ``ws``/``wss`` read as
 :func:`proxy_headers` is that rule; the port dispatcher calls it for every proxied request, whatever serves the
 port (execd, the egress sidecar, the emulator's echo app, a real process on the linux runtime).
 
-Known deviation: the real server also merges the endpoint's own headers (execd's access token, the sidecar's
+Known deviations: the real server also merges the endpoint's own headers (execd's access token, the sidecar's
 egress token on its internal routes); the mock's services check those tokens on the request as sent.
 """
 

@@ -40,7 +40,8 @@ class ServerConfig:
     ``enforcement`` is the egress sidecar's ``dns`` (names only) or ``dns+nft`` (also raw IPs);
     ``snapshot_seconds`` is how long a snapshot stays ``Creating``; ``default_host`` is the host endpoint
     URLs name when a request carries no ``Host``; ``user_ports`` says whether ports other than execd's and
-    the sidecar's reach services of the sandbox's own (a runtime with real processes serves them).
+    the sidecar's reach services of the sandbox's own (the linux runtime's real processes, the emulator's echo
+    app; the mock sets it on both, the contract oracle's default leaves it off).
     """
 
     access: KeyTable = field(default_factory=KeyTable)

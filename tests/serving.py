@@ -13,22 +13,30 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def served_opensandbox(*extra: str) -> Iterator[str]:
-    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield the OpenSandbox mock's URL.
+def served(*extra: str) -> Iterator[dict[str, str]]:
+    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield both mocks' URLs by provider.
 
-    The URL is the one ``serve`` prints; on exit the server gets SIGINT and is waited for.
+    The URLs are the ones ``serve`` prints; on exit the server gets SIGINT and is waited for.
     """
     command = [sys.executable, "-m", "sandproof.cli", "serve", "--tensorlake-port", "0", "--opensandbox-port", "0"]
     proc = subprocess.Popen([*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        url = None
-        while url is None:
+        urls: dict[str, str] = {}
+        while len(urls) < 2:
             line = proc.stdout.readline()
             assert line, "serve exited before printing its URLs"
-            if line.startswith("opensandbox "):
-                url = line.split()[1]
-        yield url
+            name, _, rest = line.partition(" ")
+            if name in ("tensorlake", "opensandbox"):
+                urls[name] = rest.split()[0]
+        yield urls
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=20)
+
+
+@contextmanager
+def served_opensandbox(*extra: str) -> Iterator[str]:
+    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield the OpenSandbox mock's URL."""
+    with served(*extra) as urls:
+        yield urls["opensandbox"]

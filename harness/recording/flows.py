@@ -1,8 +1,9 @@
 """SDK flows to record: short, self-cleaning runs of each provider's real SDK, one cassette per flow.
 
-Each flow makes its own sandbox and deletes it. The OpenSandbox flows skip the SDK's execd health check, so
-they run against any lifecycle server (the real opensandbox-server on a fake Docker API has no execd); the
-TensorLake flows also run a command (an SSE stream) and move a file.
+Each flow makes its own sandbox and deletes it. The OpenSandbox flows of :data:`FLOWS` skip the SDK's execd
+health check, so they run against any lifecycle server (the real opensandbox-server on a fake Docker API has
+no execd); ``commands`` (:data:`EXTRA_FLOWS`) runs commands through execd and moves a file, so it is recorded
+only when named (``--flow commands``). The TensorLake flows also run a command (an SSE stream) and move a file.
 
 ``python -m harness.recording.flows --provider P --out DIR [--upstream URL] [--api-key K] [--flow NAME]``
 records each flow through a recording proxy into ``DIR/<flow>.jsonl``: in front of ``--upstream``, of the

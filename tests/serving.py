@@ -13,23 +13,26 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def served(*extra: str) -> Iterator[dict[str, str]]:
-    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield both mocks' URLs by provider.
+def served(*extra: str) -> Iterator[tuple[dict[str, str], list[str]]]:
+    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports until its banner's last line.
 
-    The URLs are the ones ``serve`` prints; on exit the server gets SIGINT and is waited for.
+    Yield both mocks' URLs and the lines it printed up to then (a scenario's are among them); on exit the
+    server gets SIGINT and is waited for.
     """
     command = [sys.executable, "-m", "sandproof.cli", "serve", "--tensorlake-port", "0", "--opensandbox-port", "0"]
     proc = subprocess.Popen([*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         urls: dict[str, str] = {}
-        while len(urls) < 2:
+        lines: list[str] = []
+        while not lines or not lines[-1].startswith("point the SDKs"):
             line = proc.stdout.readline()
-            assert line, "serve exited before printing its URLs"
+            assert line, f"serve exited before its banner: {lines}"
+            lines.append(line.rstrip("\n"))
             name, _, rest = line.partition(" ")
             if name in ("tensorlake", "opensandbox"):
                 urls[name] = rest.split()[0]
-        yield urls
+        yield urls, lines
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=20)
@@ -37,6 +40,21 @@ def served(*extra: str) -> Iterator[dict[str, str]]:
 
 @contextmanager
 def served_opensandbox(*extra: str) -> Iterator[str]:
-    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield the OpenSandbox mock's URL."""
-    with served(*extra) as urls:
-        yield urls["opensandbox"]
+    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield the OpenSandbox mock's URL.
+
+    The URL is the one ``serve`` prints; on exit the server gets SIGINT and is waited for.
+    """
+    command = [sys.executable, "-m", "sandproof.cli", "serve", "--tensorlake-port", "0", "--opensandbox-port", "0"]
+    proc = subprocess.Popen([*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = None
+        while url is None:
+            line = proc.stdout.readline()
+            assert line, "serve exited before printing its URLs"
+            if line.startswith("opensandbox "):
+                url = line.split()[1]
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)

@@ -38,7 +38,7 @@ ADMIN_CONTRACTS = {"opensandbox": ("faults", "expiry"), "tensorlake": ("faults",
 @pytest.fixture(scope="module")
 def server() -> Iterator[dict[str, str]]:
     """One ``sandproof serve`` (any key, each its own tenant; wall clocks) for the module."""
-    with served() as urls:
+    with served() as (urls, _banner):
         yield urls
 
 

@@ -45,6 +45,8 @@ ALLOW_RESET = "--allow-reset (sandproof check) or --sandproof-allow-reset (pytes
 #: The cheap authenticated request of each provider's preflight.
 LIST_PATHS = {"opensandbox": "/v1/sandboxes?pageSize=1", "tensorlake": "/sandboxes"}
 _OWN_KEY_PREFIX = "sandproof-check-"
+#: What a fault rule's JSON says about its past (not part of a rule to arm again).
+_FAULT_STATE = frozenset({"id", "fired", "last_fired_at", "ended"})
 _TIMEOUT = 5.0
 
 
@@ -132,7 +134,7 @@ def put_back(client: AdminClient, saved: Saved) -> None:
     client.clear_faults()
     client.restore({**saved.snapshot, "clock": clock})
     for rule in saved.faults:
-        client.add_fault(**{k: v for k, v in rule.items() if k not in ("id", "fired")})
+        client.add_fault(**{k: v for k, v in rule.items() if k not in _FAULT_STATE})
 
 
 # --- preflight -------------------------------------------------------------------------------------------

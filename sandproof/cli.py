@@ -63,6 +63,21 @@ def parser() -> argparse.ArgumentParser:
                 "namespaces (needs root, bubblewrap, nftables, iproute2; see docs/runtime.md)",
             )
             cmd.add_argument(
+                "--max-sandboxes",
+                type=int,
+                default=None,
+                help="live sandboxes both APIs may hold together; past it a create gets the provider's capacity "
+                "error (TensorLake no_capacity, OpenSandbox 429 POOL_CAPACITY_EXHAUSTED). Default: 1000 with "
+                "--runtime linux, no cap with the emulator",
+            )
+            cmd.add_argument(
+                "--opensandbox-egress-mode",
+                choices=["dns", "dns+nft"],
+                default="dns",
+                help="the OpenSandbox egress sidecar's mode, the real server's [egress] mode: dns (names only, the "
+                "default) or dns+nft (also enforced on IP addresses)",
+            )
+            cmd.add_argument(
                 "--header-timeout",
                 type=float,
                 default=10.0,
@@ -114,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin_token=args.admin_token,
             execd_token=args.execd_token,
             runtime=args.runtime,
+            max_sandboxes=args.max_sandboxes,
+            opensandbox_egress_mode=args.opensandbox_egress_mode,
         )
         try:
             return serve(options, out=lambda line: print(line, flush=True))

@@ -11,7 +11,7 @@ from .forward import PortForwarder, connect, open_connection
 from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
 from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
 from .runner import StepRunner
-from .runtime import LinuxRuntime, SandboxStartError
+from .runtime import LinuxRuntime, SandboxCapacityError, SandboxStartError
 from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Requirements",
     "RunResult",
     "RuntimeUnavailable",
+    "SandboxCapacityError",
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",

@@ -82,7 +82,11 @@ def sdk_env(server_url: str, api_key: str = DEFAULT_API_KEY) -> dict[str, str]:
 
 
 class TensorLakeMock(HttpMock):
-    """A stateful, fault-injectable mock of the TensorLake sandbox API that the real SDK works against."""
+    """A stateful, fault-injectable mock of the TensorLake sandbox API that the real SDK works against.
+
+    ``capacity`` caps the live sandboxes (a :class:`~mockserver.core.capacity.Capacity`, possibly shared with
+    the server's other mock): a create past it answers 422 with the failure payload, ``no_capacity``.
+    """
 
     provider = "tensorlake"
 

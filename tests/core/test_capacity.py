@@ -41,12 +41,13 @@ def test_the_limit_counts_every_registered_model_and_the_room() -> None:
 def clients() -> Iterator[tuple[httpx.Client, httpx.Client]]:
     capacity = Capacity(3)
     tensorlake, opensandbox = TensorLakeMock(capacity=capacity), OpenSandboxMock(api_key=KEY, capacity=capacity)
-    with tensorlake.server() as tl, opensandbox.server() as osb:
-        with (
-            httpx.Client(base_url=tl.url, headers={"authorization": f"Bearer {KEY}"}) as tl_http,
-            httpx.Client(base_url=osb.url, headers={"OPEN-SANDBOX-API-KEY": KEY}) as osb_http,
-        ):
-            yield tl_http, osb_http
+    with (
+        tensorlake.server() as tl,
+        opensandbox.server() as osb,
+        httpx.Client(base_url=tl.url, headers={"authorization": f"Bearer {KEY}"}) as tl_http,
+        httpx.Client(base_url=osb.url, headers={"OPEN-SANDBOX-API-KEY": KEY}) as osb_http,
+    ):
+        yield tl_http, osb_http
 
 
 def test_both_providers_refuse_creates_past_the_shared_cap_and_keep_serving(

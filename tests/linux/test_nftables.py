@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mockserver.linux.nftables import HelperNft, NftError, NftHelper, shared_helper
 from mockserver.linux.netns import create_netns, remove_netns
+from mockserver.linux.nftables import HelperNft, NftError, NftHelper, shared_helper
 
 from .conftest import needs_runtime
 

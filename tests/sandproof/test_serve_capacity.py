@@ -41,8 +41,16 @@ def _opensandbox_in_dns_nft(url: str, key: str) -> None:
 def test_past_the_cap_creates_get_capacity_errors_and_the_server_keeps_answering() -> None:
     capacity = bench_module("capacity")
     served = capacity.start_serve(
-        ["--runtime", "linux", "--api-key", capacity.API_KEY, "--max-sandboxes", "3"]
-        + ["--opensandbox-egress-mode", "dns+nft"],
+        [
+            "--runtime",
+            "linux",
+            "--api-key",
+            capacity.API_KEY,
+            "--max-sandboxes",
+            "3",
+            "--opensandbox-egress-mode",
+            "dns+nft",
+        ],
         timeout=60,
     )
     made: list[str] = []

@@ -4,9 +4,10 @@
 aborts the whole process when its socket is fd 1024 or above; a server holding a few fds per sandbox
 gets there after some hundreds of sandboxes. So the library is never used in the runtime's own process:
 :class:`NftHelper` is one small helper process (``standalone/nft_helper.py``) that loads it and keeps
-only a handful of fds. :class:`HelperNft` sends it each script with the namespace's fd (SCM_RIGHTS); the
-helper joins the namespace, applies the script with a fresh context and answers. The helper is shared by
-every namespace of the process, started on first use and started again if it dies. When the library
+only a handful of fds. :class:`HelperNft` sends it each script with the namespace's fd (SCM_RIGHTS) and a
+key of its own; the helper applies the script with the context it keeps for that key (made in the namespace
+on first use, freed when the namespace is closed) and answers. The helper is shared by every namespace of
+the process, started on first use and started again if it dies. When the library
 cannot be loaded, the ``nft`` binary is run with the namespace joined (``nft -f -``), which is also a
 single transaction. Either way a script that fails changes nothing.
 """
@@ -160,8 +161,8 @@ class NftHelper:
         head = _LENGTH.pack(len(body))
         with self._lock:
             for attempt in (1, 2):
-                sock = self._sock or self._start()
                 try:
+                    sock = self._sock or self._start()
                     if netns_fd is None:
                         sock.sendall(head + body)
                     else:

@@ -70,10 +70,10 @@ def test_past_the_cap_creates_get_capacity_errors_and_the_server_keeps_answering
 
 def test_a_cap_above_the_open_files_limit_refuses_creates_instead_of_dying() -> None:
     capacity = bench_module("capacity")
-    found = capacity.run(500, ["--max-sandboxes", "1000"], nofile=200, probe_every=5)
+    found = capacity.run(500, ["--max-sandboxes", "1000"], nofile=160, probe_every=5)
     assert 0 < found.held < 100
     assert found.refusal is not None and found.refusal[0] == 422
     assert "file descriptors" in found.refusal[1]["error_details"]["message"]
     assert found.opensandbox_refusal is not None and found.opensandbox_refusal[0] == 429
     assert found.server_alive and found.probe_failures == []
-    assert found.fds_after < 200
+    assert found.fds_after < 160

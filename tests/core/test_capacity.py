@@ -85,3 +85,12 @@ def test_an_invalid_create_is_refused_for_what_it_is_not_for_capacity(
         assert tl.post("/sandboxes", json={}).status_code == 200
     assert tl.post("/sandboxes", json={"timeout_secs": "soon"}).status_code == 400
     assert osb.post("/v1/sandboxes", json={"image": {"uri": "python:3.11"}}).status_code == 422
+
+
+def test_copies_past_the_cap_are_refused_one_by_one(clients: tuple[httpx.Client, httpx.Client]) -> None:
+    tl, _ = clients
+    source = tl.post("/sandboxes", json={}).json()["sandbox_id"]
+    copied = tl.post(f"/sandboxes/{source}/copy", params={"times": 3}).json()["sandboxes"]
+    assert [c["status"] for c in copied] == ["running", "running", "failed"]
+    assert copied[2]["reason"] == "no_capacity"
+    assert len(tl.get("/sandboxes").json()["sandboxes"]) == 3

@@ -326,7 +326,10 @@ class TensorLakeModel(SandboxStore):
             return sb
 
     def copy(self, owner: str, namespace: str, ident: str, times: int) -> tuple[Sandbox, list[Sandbox]]:
-        """Clone a running sandbox ``times`` times (filesystem and settings; copies are unnamed)."""
+        """Clone a running sandbox ``times`` times (filesystem and settings; copies are unnamed).
+
+        A copy the server has no room for is refused as a create is: ``failed`` with ``no_capacity``, archived.
+        """
         with self.lock:
             source = self.find(owner, namespace, ident)
             if source.status != "running":
@@ -334,6 +337,11 @@ class TensorLakeModel(SandboxStore):
             copies = []
             for _ in range(times):
                 data = {**source.dump(), "id": self._new_id(), "name": None, "created_at": self.clock.now()}
+                if not self.admitted():
+                    refused = Sandbox.load(data, functools.partial(FileSystem, now=self.clock.now, hostname=data["id"]))
+                    self.refuse(refused)
+                    copies.append(refused)
+                    continue
                 clone = Sandbox.load(data, self.filesystems.restore(data["id"], data["fs"]))
                 clone.running_since = self.clock.now()
                 self.add(clone)

@@ -10,7 +10,19 @@ from __future__ import annotations
 
 from mockserver.core import ApiError
 
-__all__ = ["ExecdAuthError", "TextError", "backend_connection_failed", "bad_gateway", "unreachable", "wire_code"]
+__all__ = [
+    "CAPACITY_CODE",
+    "ExecdAuthError",
+    "TextError",
+    "backend_connection_failed",
+    "bad_gateway",
+    "capacity_exhausted",
+    "unreachable",
+    "wire_code",
+]
+
+#: The real server's code for a create refused for want of capacity (its Kubernetes pool; measured in its source).
+CAPACITY_CODE = "KUBERNETES::POOL_CAPACITY_EXHAUSTED"
 
 
 class TextError(ApiError):
@@ -32,6 +44,20 @@ def backend_connection_failed(port: int) -> ApiError:
         502,
         "BACKEND_CONNECTION_FAILED",
         f"Could not connect to the backend sandbox 127.0.0.1:{port}: All connection attempts failed",
+    )
+
+
+def capacity_exhausted(retry_after: int = 1, message: str | None = None) -> ApiError:
+    """Return the create refusal for want of capacity: 429 ``POOL_CAPACITY_EXHAUSTED`` with ``Retry-After``.
+
+    The real 1.1.1 server's only capacity refusal (``services/k8s/kubernetes_service.py``,
+    ``_pool_capacity_exhausted_error``); the SDK raises ``SandboxRateLimitException(retry_after)``.
+    """
+    return ApiError(
+        429,
+        CAPACITY_CODE,
+        message or "No Pool capacity became available before the acquisition timeout.",
+        headers={"Retry-After": str(max(1, retry_after))},
     )
 
 

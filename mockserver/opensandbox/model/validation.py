@@ -13,7 +13,8 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mockserver.core.jsontext import parse_json
+from mockserver.core.errors import ApiError
+from mockserver.core.jsontext import JsonTextError, parse_json
 
 CREATE_FIELDS = frozenset(
     {
@@ -105,7 +106,10 @@ def decode_json_body(raw: bytes, content_type: str | None, *, required: bool = T
     """Decode a request body as FastAPI does (422 ``json_invalid`` / ``missing``); None when optional and empty.
 
     A non-empty body without a JSON ``content-type`` is not parsed: it comes back as its text, which the body
-    model then rejects, as FastAPI's strict content-type check leads to.
+    model then rejects, as FastAPI's strict content-type check leads to. A lone surrogate anywhere in the body
+    is 400 ``SANDBOX::INVALID_PARAMETER`` with the encoder's message (observed for ``image.uri``; the real
+    server 500s when it is elsewhere); ``NaN``/``Infinity`` and a body nested too deep are 422 ``json_invalid``
+    (a choice: the real server's 422 cannot render a non-finite input and 500s, a deep one overflows).
     """
     if raw and not is_json_media_type(content_type):
         return raw.decode("utf-8", "replace")
@@ -115,13 +119,19 @@ def decode_json_body(raw: bytes, content_type: str | None, *, required: bool = T
         return None
     try:
         return parse_json(raw)
+    except JsonTextError as exc:
+        if exc.kind == "surrogate":
+            raise ApiError(400, "SANDBOX::INVALID_PARAMETER", exc.message) from exc
+        raise RequestValidationError(
+            [error("json_invalid", ["body", 0], {}, "JSON decode error", error=exc.message)]
+        ) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         pos = exc.pos if isinstance(exc, json.JSONDecodeError) else exc.start
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "invalid utf-8"
         raise RequestValidationError(
             [error("json_invalid", ["body", pos], {}, "JSON decode error", error=reason)]
         ) from exc
-    except ValueError as exc:  # nested too deep: a choice, the real server's decoder would overflow (500)
+    except ValueError as exc:  # an integer too long to convert, say
         raise RequestValidationError(
             [error("json_invalid", ["body", 0], {}, "JSON decode error", error=str(exc))]
         ) from exc

@@ -79,6 +79,7 @@ _FS_STATUS = {
     "is_a_directory": 400,
     "not_a_directory": 400,
     "invalid_path": 400,
+    "name_too_long": 400,
     "permission_denied": 403,
     "read_only": 403,
     "no_space": 507,

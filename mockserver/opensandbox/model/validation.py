@@ -16,6 +16,8 @@ from typing import Any
 from mockserver.core.errors import ApiError
 from mockserver.core.jsontext import JsonTextError, parse_json
 
+from .errors import body_not_parsed
+
 CREATE_FIELDS = frozenset(
     {
         "image",
@@ -106,7 +108,8 @@ def decode_json_body(raw: bytes, content_type: str | None, *, required: bool = T
     """Decode a request body as FastAPI does (422 ``json_invalid`` / ``missing``); None when optional and empty.
 
     A non-empty body without a JSON ``content-type`` is not parsed: it comes back as its text, which the body
-    model then rejects, as FastAPI's strict content-type check leads to. A lone surrogate anywhere in the body
+    model then rejects, as FastAPI's strict content-type check leads to. Bytes that are not UTF-8 are 400
+    ``{"detail": "There was an error parsing the body"}`` (observed). A lone surrogate anywhere in the body
     is 400 ``SANDBOX::INVALID_PARAMETER`` with the encoder's message (observed for ``image.uri``; the real
     server 500s when it is elsewhere); ``NaN``/``Infinity`` and a body nested too deep are 422 ``json_invalid``
     (a choice: the real server's 422 cannot render a non-finite input and 500s, a deep one overflows).
@@ -125,11 +128,11 @@ def decode_json_body(raw: bytes, content_type: str | None, *, required: bool = T
         raise RequestValidationError(
             [error("json_invalid", ["body", 0], {}, "JSON decode error", error=exc.message)]
         ) from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        pos = exc.pos if isinstance(exc, json.JSONDecodeError) else exc.start
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "invalid utf-8"
+    except UnicodeDecodeError as exc:  # not UTF-8: FastAPI's catch-all 400 (observed)
+        raise body_not_parsed() from exc
+    except json.JSONDecodeError as exc:
         raise RequestValidationError(
-            [error("json_invalid", ["body", pos], {}, "JSON decode error", error=reason)]
+            [error("json_invalid", ["body", exc.pos], {}, "JSON decode error", error=exc.msg)]
         ) from exc
     except ValueError as exc:  # an integer too long to convert, say
         raise RequestValidationError(

@@ -5,7 +5,9 @@ Download ``offset``/``limit`` are line based (1-based first line, line count); `
 
 Known deviations: with the emulator a sandbox's files live in the mock's memory and hold at most 16 MiB of
 content (``FileSystem`` quota), whatever the container's disk; a write beyond it fails as a full disk does
-(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing.
+(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing. A path of 4096 bytes or more, or
+with a name over 255 bytes, is refused with 400 ``INVALID_PATH`` "... file name too long" on either runtime (real
+execd reports the kernel's ENAMETOOLONG as it reports any error but a missing file: 500 ``RUNTIME_ERROR``).
 """
 
 from __future__ import annotations

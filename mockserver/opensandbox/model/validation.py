@@ -3,6 +3,13 @@
 :class:`Checker` collects pydantic-style error entries and raises them as a :class:`RequestValidationError`;
 the routes render that as FastAPI's 422 ``{"detail": [...]}``. :func:`decode_json_body` is FastAPI's body
 decoding (content type, empty body, malformed JSON) over bytes the HTTP layer has read.
+
+Known deviations: a lone surrogate anywhere but ``image.uri`` (in ``metadata``, ``entrypoint``, a key) and a
+``NaN``, ``Infinity`` or ``1e999`` anywhere in a body make the real server answer 500 ``Internal Server Error``
+(text: a non-finite input cannot be rendered in its 422, a surrogate fails where the value is encoded); the mock
+refuses every lone surrogate as the real server refuses one in ``image.uri`` (400
+``SANDBOX::INVALID_PARAMETER``, the encoder's message) and a non-finite number with 422 ``json_invalid``, and
+stores nothing.
 """
 
 from __future__ import annotations

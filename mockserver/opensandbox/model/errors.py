@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from mockserver.core import ApiError
 
-__all__ = ["DetailError", "ExecdAuthError", "TextError", "backend_connection_failed", "bad_gateway", "body_not_parsed", "unreachable", "wire_code"]
+__all__ = [
+    "DetailError",
+    "ExecdAuthError",
+    "TextError",
+    "backend_connection_failed",
+    "bad_gateway",
+    "body_not_parsed",
+    "unreachable",
+    "wire_code",
+]
 
 
 class TextError(ApiError):

@@ -366,3 +366,14 @@ def test_the_table_fails_a_filesystem_without_path_limits(
     monkeypatch.setattr(filesystem, "NAME_MAX", 10**9)
     with pytest.raises(AssertionError, match="10,000 components"):
         _sweep(_served(servers, "tensorlake", "emulator"), _endpoint("tensorlake", "PUT", "/api/v1/files"))
+
+
+def test_an_upload_whose_metadata_holds_a_lone_surrogate_is_refused(servers: dict[tuple[str, str], Served]) -> None:
+    """The multipart upload parses its metadata parts with the same parser: a surrogate path writes nothing."""
+    served = _served(servers, "opensandbox", "emulator")
+    sid = served.fresh()["sandbox_id"]
+    before = served.state()
+    files = {"metadata": (None, b'{"path": "/tmp/\\ud800.txt"}'), "file": ("x.txt", b"data")}
+    answer = served.run(served.client.post(f"/direct/{sid}/44772/files/upload", files=files))
+    assert answer.status_code == 400 and answer.json()["code"] == "INVALID_FILE_METADATA", answer.text
+    assert served.state() == before

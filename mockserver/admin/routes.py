@@ -23,6 +23,7 @@ from mockserver.core.mock import MockCore
 
 from . import operations
 from .catalogue import NamedFault, arm, describe
+from .scenario import export_scenario
 
 __all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "UI_ASSETS", "admin_routes", "ui_asset"]
 
@@ -80,7 +81,8 @@ def admin_routes(
 
     async def faults(request: Request) -> Response:
         if request.method == "GET":
-            return JSONResponse([r.to_json() for r in core.faults.rules()])
+            everything = request.query_params.get("all") in ("1", "true")
+            return JSONResponse([r.to_json() for r in (core.faults.history() if everything else core.faults.rules())])
         if request.method == "DELETE":
             core.faults.clear()
             return JSONResponse({"cleared": True})
@@ -116,6 +118,11 @@ def admin_routes(
     async def sandboxes(request: Request) -> Response:
         return JSONResponse(operations.sandboxes(core))
 
+    async def scenario(request: Request) -> Response:
+        document = export_scenario(core, core.pinned_keys())
+        filename = f"sandproof-{core.provider}-scenario.json"
+        return JSONResponse(document, headers={"content-disposition": f'inline; filename="{filename}"'})
+
     async def ui(request: Request) -> Response:
         name = request.path_params.get("asset", "index.html")
         if name not in UI_ASSETS:
@@ -149,6 +156,7 @@ def admin_routes(
         Route(f"{p}/journal/{{seq:int}}", journal_entry, methods=["GET"]),
         Route(f"{p}/dns", dns, methods=["GET", "PUT", "POST"]),
         Route(f"{p}/sandboxes", sandboxes, methods=["GET"]),
+        Route(f"{p}/scenario", scenario, methods=["GET"]),
         Route(f"{p}/ui", ui, methods=["GET"]),
         Route(f"{p}/ui/{{asset}}", ui, methods=["GET"]),
         *extra,

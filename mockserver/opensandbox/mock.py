@@ -263,6 +263,11 @@ class OpenSandboxMock(HttpMock):
         """Return the configured API keys and their tenants (empty when auth is off or any key is accepted)."""
         return dict(self.config.access.keys)
 
+    def pinned_keys(self) -> list[str] | None:
+        """Return the accepted API keys (None: any key, or auth off)."""
+        access = self.config.access
+        return None if access.any_key or not access.keys else sorted(access.keys)
+
     @property
     def api_key(self) -> str | None:
         """Return a key clients may send (None when auth is off)."""

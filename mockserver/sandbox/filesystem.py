@@ -21,6 +21,7 @@ FsErrorCode = Literal[
     "permission_denied",
     "read_only",
     "name_too_long",
+    "not_regular",
 ]
 
 STRERROR: dict[str, str] = {
@@ -34,6 +35,7 @@ STRERROR: dict[str, str] = {
     "permission_denied": "Permission denied",
     "read_only": "Read-only file system",
     "name_too_long": "File name too long",
+    "not_regular": "Not a regular file",
 }
 
 DIR_SIZE = 4096
@@ -96,6 +98,49 @@ class _Dir:
 
 
 _Node = _File | _Dir
+
+
+#: Bytes per piece when a file is streamed (:meth:`FileStream.chunks`).
+CHUNK = 256 * 1024
+
+
+class FileStream:
+    """An open regular file read piece by piece: its ``size`` when opened and ``read_at(offset, n)``.
+
+    Large files are served through one of these (never read whole into memory). ``close`` releases it;
+    it is also a context manager.
+    """
+
+    def __init__(
+        self, size: int, read_at: Callable[[int, int], bytes], close: Callable[[], None] = lambda: None
+    ) -> None:
+        self.size = size
+        self.read_at = read_at
+        self._close = close
+        self.closed = False
+
+    def chunks(self, start: int = 0, length: int | None = None, chunk: int = CHUNK) -> Iterator[bytes]:
+        """Yield the bytes from ``start`` (``length`` of them, default to the size at open) in pieces."""
+        end = self.size if length is None else min(self.size, start + length)
+        offset = start
+        while offset < end:
+            piece = self.read_at(offset, min(chunk, end - offset))
+            if not piece:
+                return  # the file shrank since it was opened
+            offset += len(piece)
+            yield piece
+
+    def close(self) -> None:
+        """Release the file; idempotent."""
+        if not self.closed:
+            self.closed = True
+            self._close()
+
+    def __enter__(self) -> FileStream:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def normpath(path: str, cwd: str | None = None) -> str:
@@ -167,7 +212,12 @@ class FileSystem:
     nothing. None means no bound.
 
     ``revision`` counts the changes made to the tree (a durable store rewrites the tree only when it moved).
+
+    ``blocking`` tells callers on an event loop whether the methods do real I/O (run them in a thread
+    then); the in-memory tree never does.
     """
+
+    blocking = False
 
     def __init__(
         self,
@@ -288,6 +338,11 @@ class FileSystem:
                 raise FsError("is_a_directory", f"is a directory: {path}")
             end = None if limit is None else offset + limit
             return node.data[offset:end]
+
+    def open_stream(self, path: str) -> FileStream:
+        """Return the regular file at ``path`` opened for reading in pieces (see :class:`FileStream`)."""
+        data = self.read(path)
+        return FileStream(len(data), lambda offset, n: data[offset : offset + n])
 
     def listdir(self, path: str) -> list[FileInfo]:
         """Return the entries of directory `path` sorted by name."""
@@ -526,11 +581,13 @@ class FileSystem:
 
 
 __all__ = [
+    "CHUNK",
     "DEFAULT_QUOTA",
     "NAME_MAX",
     "PATH_MAX",
     "STRERROR",
     "FileInfo",
+    "FileStream",
     "FileSystem",
     "FsError",
     "FsErrorCode",

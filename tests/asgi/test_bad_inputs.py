@@ -20,7 +20,7 @@ Every answer is below 500 (501 is a documented route the mock does not serve), e
 (the mock's snapshot) exactly as it was, and after every request the snapshot is still encodable as UTF-8
 JSON: nothing the service would then fail to show was stored. The table runs on the emulator, and on
 ``--runtime linux`` where the runtime can run, for the routes that reach a sandbox's files and processes
-(there, of the body classes, one surrogate and ``NaN``: a body is refused by the same parser before any
+(OpenSandbox's through the direct endpoint; there, of the body classes, one surrogate and ``NaN``: a body is refused by the same parser before any
 runtime code, and a linux snapshot reads the sandbox's files, so each request costs more).
 
 The requests are ASGI calls on the app (a cut body: its first part, then ``http.disconnect``, as uvicorn
@@ -102,8 +102,14 @@ ENDPOINTS = {"tensorlake": _tensorlake_endpoints(), "opensandbox": _opensandbox_
 
 
 def _reaches_runtime(provider: str, endpoint: Endpoint) -> bool:
-    """Tell whether a route works on a sandbox's files or processes (what the linux runtime serves)."""
-    return endpoint.in_sandbox if provider == "tensorlake" else bool(re.search(r"/(44772|18080)/", endpoint.template))
+    """Tell whether a route works on a sandbox's files or processes (what the linux runtime serves).
+
+    OpenSandbox's execd and sidecar routes are reached three ways (``/direct/{id}/{port}`` and the server
+    proxy with and without ``/v1``) that hand the request to the same service: the linux run takes the direct one.
+    """
+    if provider == "tensorlake":
+        return endpoint.in_sandbox
+    return bool(re.match(r"/direct/\{sandbox_id\}/(44772|18080)/", endpoint.template))
 
 
 def _table() -> Iterator[Any]:

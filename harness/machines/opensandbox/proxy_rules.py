@@ -39,7 +39,17 @@ from harness.strength import Contract, observed
 from mockserver.opensandbox.model.forwarding import CONNECTION_HEADERS, proxy_headers
 from mockserver.opensandbox.routes.echo import REQUEST_MESSAGE
 
-__all__ = ["APP_PORT", "CONTRACTS", "NOTHING_BEHIND", "PROXY_HEADERS", "REQUEST_MESSAGE", "ProxyRules"]
+__all__ = [
+    "APP_PORT",
+    "CONTRACTS",
+    "HANDSHAKE",
+    "NOTHING_BEHIND",
+    "PROXY_HEADERS",
+    "REQUEST_MESSAGE",
+    "ProxyRules",
+    "forwarding_problems",
+    "spoofed_headers",
+]
 
 #: The sandbox port the rule reaches (the SDK docs' example app port).
 APP_PORT = 8080
@@ -53,13 +63,16 @@ WS_TIMEOUT = 10.0
 #: Headers the hop to the app adds or rewrites by itself (the upstream client's own), never judged.
 _TRANSPORT = CONNECTION_HEADERS | {"host", "content-length"}
 #: The WebSocket handshake's own headers: the proxy's upstream handshake makes fresh ones.
-_HANDSHAKE = frozenset(
+HANDSHAKE = frozenset(
     {"origin", "sec-websocket-extensions", "sec-websocket-key", "sec-websocket-protocol", "sec-websocket-version",
      "user-agent"}
 )  # fmt: skip
 
 CONTRACTS: dict[str, Contract] = {}
-_SOURCE = "opensandbox-server 1.1.1 source, opensandbox_server/api/proxy.py (harness/specs/opensandbox/server-proxy-1.1.1.txt)"
+_SOURCE = (
+    "opensandbox-server 1.1.1 source, opensandbox_server/api/proxy.py (harness/specs/opensandbox/server-proxy-1.1.1.txt), "
+    "and the real server's proxy in front of an echo app (tests/harness/differential/test_real_proxy_headers.py)"
+)
 
 PROXY_HEADERS = add_contract(
     CONTRACTS,
@@ -87,7 +100,7 @@ PROXY_HEADERS = add_contract(
 )
 
 
-def _spoofed(token: str) -> dict[str, str]:
+def spoofed_headers(token: str) -> dict[str, str]:
     """Return the headers the rule adds to its request: credentials, forwarding spoofs and a marker."""
     return {
         "Authorization": f"Bearer sandproof-{token}",
@@ -111,6 +124,35 @@ def _one_address(text: str | None) -> bool:
     return True
 
 
+def forwarding_problems(
+    sent: Mapping[str, str], seen: Mapping[str, str], ignored: frozenset[str] = frozenset()
+) -> list[str]:
+    """Return how the headers an app ``seen`` differ from the model's forwarding of the headers ``sent``.
+
+    Both map lowercase names to values. The connection's scheme and address are taken from what the app saw
+    (``X-Forwarded-Proto``, ``X-Forwarded-For``), whose shape alone is checked; the hop's own headers
+    (``Host``, ``Connection``, ``Content-Length``...) and ``ignored`` are not judged.
+    """
+    proto, client = seen.get("x-forwarded-proto"), seen.get("x-forwarded-for")
+    problems = []
+    if proto not in ("http", "https"):
+        problems.append(f"X-Forwarded-Proto is {proto!r}")
+    if not _one_address(client):
+        problems.append(f"X-Forwarded-For is {client!r}, not the one address of the connection")
+    pairs = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in sent.items()]
+    rebuilt = proxy_headers(pairs, proto or "http", client if _one_address(client) else None)
+    want = {k.decode("latin-1"): v.decode("latin-1") for k, v in rebuilt}
+    for name in sorted((set(sent) | set(want)) - ignored - _TRANSPORT):
+        expected, got = want.get(name), seen.get(name)
+        if got == expected:
+            continue
+        if expected is None:
+            problems.append(f"the app received {name}: {got!r}; the proxy drops it")
+        else:
+            problems.append(f"the app received {name}: {got!r}; the proxy passes {expected!r}")
+    return problems
+
+
 class ProxyRules(ExecdRules):
     """Send requests with credentials and spoofed headers through the server proxy to a sandbox's app port."""
 
@@ -125,34 +167,17 @@ class ProxyRules(ExecdRules):
     def _judge_forwarded(
         self, where: str, sent: Mapping[str, str], seen: Mapping[str, str], ignored: frozenset[str]
     ) -> None:
-        """Compare what the app received with the model's forwarding of what was sent."""
-        proto, client = seen.get("x-forwarded-proto"), seen.get("x-forwarded-for")
+        """Hold the contract on what the app received against the model's forwarding of what was sent."""
         evidence = f"sent {dict(sent)!r}; the app received {dict(seen)!r}"
-        rule_name = "proxy_headers"
-        hold(PROXY_HEADERS, proto in ("http", "https"), rule_name, f"{where}: X-Forwarded-Proto is {proto!r}", evidence)
-        hold(
-            PROXY_HEADERS,
-            _one_address(client),
-            rule_name,
-            f"{where}: X-Forwarded-For is {client!r}, not the one address of the connection",
-            evidence,
-        )
-        pairs = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in sent.items()]
-        want = {
-            k.decode("latin-1"): v.decode("latin-1")
-            for k, v in proxy_headers(pairs, proto or "http", client if _one_address(client) else None)
-        }
-        for name in sorted((set(sent) | set(want)) - ignored - _TRANSPORT):
-            expected, got = want.get(name), seen.get(name)
-            if expected is None:
-                message = f"{where}: the app received {name}: {got!r}; the proxy drops it"
-            else:
-                message = f"{where}: the app received {name}: {got!r}; the proxy passes {expected!r}"
-            hold(PROXY_HEADERS, got == expected, rule_name, message, evidence)
+        problems = forwarding_problems(sent, seen, ignored)
+        for problem in problems:
+            hold(PROXY_HEADERS, False, "proxy_headers", f"{where}: {problem}", evidence)
+        if not problems:
+            hold(PROXY_HEADERS, True, "proxy_headers", "")
 
     def _proxy_http(self, sb: SandboxHandle, path: str, token: str) -> bool:
         """Send one HTTP request through the proxy; judge it when the app reports it; True when it did."""
-        headers = {**_spoofed(token), "Connection": "keep-alive, X-Sandproof-Hop", "X-Sandproof-Hop": token}
+        headers = {**spoofed_headers(token), "Connection": "keep-alive, X-Sandproof-Hop", "X-Sandproof-Hop": token}
         response = self._send("proxy_headers", "GET", path + "/sandproof/echo?probe=1", headers=headers)
         seen = self._app_report(json_body(response)) if response.status_code == 200 else None
         if seen is None:
@@ -167,7 +192,7 @@ class ProxyRules(ExecdRules):
         scheme = "wss" if base.scheme == "https" else "ws"
         url = f"{scheme}://{base.netloc}{base.path}{path}/sandproof/socket"
         own = {k: v for k, v in self.client.headers.items() if k.lower() == "open-sandbox-api-key"}
-        headers = {**own, **_spoofed(token)}
+        headers = {**own, **spoofed_headers(token)}
         try:
             with connect(url, additional_headers=headers, open_timeout=WS_TIMEOUT, close_timeout=WS_TIMEOUT) as ws:
                 sent = {k.lower(): v for k, v in ws.request.headers.raw_items()} if ws.request else {}
@@ -181,7 +206,7 @@ class ProxyRules(ExecdRules):
             return False
         if seen is None:
             return False
-        self._judge_forwarded(f"WebSocket {path}/sandproof/socket", sent, seen, _HANDSHAKE)
+        self._judge_forwarded(f"WebSocket {path}/sandproof/socket", sent, seen, HANDSHAKE)
         return True
 
     @precondition(_on("proxy_headers"))

@@ -21,6 +21,7 @@ from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
 from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 
 if TYPE_CHECKING:
+    from mockserver.linux import SandboxLimits
     from mockserver.service import HttpMock
 
 __all__ = [
@@ -37,8 +38,11 @@ __all__ = [
 
 TENSORLAKE_PORT = 8911
 OPENSANDBOX_PORT = 8080
-#: Seconds a connection may take to send a request head (see :mod:`mockserver.asgi.connections`).
+#: Seconds a connection may take to send a request head (:mod:`mockserver.asgi.connections`' default; this
+#: module does not import the web stack, so that ``sandproof env`` starts fast).
 DEFAULT_HEADER_TIMEOUT = 10.0
+#: Seconds a request body may send nothing before its connection is closed (the same module's default).
+DEFAULT_BODY_TIMEOUT = 10.0
 
 
 @dataclass
@@ -55,6 +59,8 @@ class ServeOptions:
     keep_alive: float = 5.0
     max_connections: int | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    sandbox_limits: SandboxLimits | None = None
     admin_token: str | None = None
     execd_token: str | None = None
     runtime: str = "emulator"
@@ -82,13 +88,15 @@ def build_mocks(
     admin_token: str | None = None,
     execd_token: str | None = None,
     runtime: str = "emulator",
+    sandbox_limits: SandboxLimits | None = None,
 ) -> dict[str, HttpMock]:
     """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
 
     By default any non-empty key is accepted, each key its own tenant (project); several pinned keys are
     each their own tenant. ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox
     endpoints carry and execd require ``X-EXECD-ACCESS-TOKEN``. ``runtime`` is ``emulator`` (default) or
-    ``linux`` (real processes; :class:`ServeError` with the one requirements message where it cannot run).
+    ``linux`` (real processes; :class:`ServeError` with the one requirements message where it cannot run);
+    ``sandbox_limits`` are then the sandboxes' default pids, memory and disk limits.
     """
     from mockserver.opensandbox import OpenSandboxMock
     from mockserver.opensandbox.model.auth import pinned_keys
@@ -109,9 +117,16 @@ def build_mocks(
         if not report.ok:
             raise ServeError(report.message())
     chosen: Literal["emulator", "linux"] = "linux" if runtime == "linux" else "emulator"
-    tensorlake = TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None, runtime=chosen)
+    tensorlake = TensorLakeMock(
+        seed=seed, clock=clock(), api_keys=keys or None, runtime=chosen, sandbox_limits=sandbox_limits
+    )
     opensandbox = OpenSandboxMock(
-        seed=seed, clock=clock(), api_key=pinned_keys(keys), execd_token=execd_token, runtime=chosen
+        seed=seed,
+        clock=clock(),
+        api_key=pinned_keys(keys),
+        execd_token=execd_token,
+        runtime=chosen,
+        sandbox_limits=sandbox_limits,
     )
     mocks: dict[str, HttpMock] = {"tensorlake": tensorlake, "opensandbox": opensandbox}
     for mock in mocks.values():
@@ -160,6 +175,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         admin_token=options.admin_token,
         execd_token=options.execd_token,
         runtime=options.runtime,
+        sandbox_limits=options.sandbox_limits,
     )
     store = None
     apps = {name: mock.app for name, mock in mocks.items()}
@@ -184,6 +200,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
             timeout_keep_alive=options.keep_alive,
             max_connections=options.max_connections,
             header_timeout=options.header_timeout,
+            body_timeout=options.body_timeout,
         )
         for name, mock in mocks.items()
     }

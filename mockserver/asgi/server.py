@@ -10,7 +10,7 @@ from types import TracebackType
 import uvicorn
 from starlette.types import ASGIApp
 
-from .connections import DEFAULT_HEADER_TIMEOUT, bounded_h11, default_max_connections
+from .connections import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, bounded_h11, default_max_connections
 
 
 class MockServer:
@@ -19,8 +19,9 @@ class MockServer:
     ``port=0`` picks a free port. ``timeout_keep_alive`` is how long an idle keep-alive
     connection stays open: set it below a client's pool expiry to exercise stale sockets.
     ``max_connections`` caps open connections (default: what the file-descriptor limit allows, at most
-    1000); over it, the longest-idle ones are closed first. A connection that has not sent a whole request
-    head within ``header_timeout`` seconds is closed.
+    1000); over it, connections that wait on their client are closed, the longest-idle first, then those
+    whose request body stalls. A connection that has not sent a whole request head within ``header_timeout``
+    seconds is closed, and so is one whose request body sends nothing for ``body_timeout`` seconds.
     """
 
     def __init__(
@@ -34,6 +35,7 @@ class MockServer:
         ready_timeout: float = 10.0,
         max_connections: int | None = None,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port {port} is outside 0-65535")
@@ -53,7 +55,7 @@ class MockServer:
             timeout_keep_alive=int(timeout_keep_alive) if timeout_keep_alive >= 1 else 1,
             access_log=False,
             ws="auto",
-            http=bounded_h11(cap, header_timeout),
+            http=bounded_h11(cap, header_timeout, body_timeout),
             limit_concurrency=cap + 1,
         )
         self._keep_alive = timeout_keep_alive

@@ -8,6 +8,7 @@ server and the test hosts and has no route anywhere else. See ``docs/runtime.md`
 from .egress import EgressPlan, opensandbox_plan, render_ruleset, tensorlake_plan
 from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
 from .forward import PortForwarder, connect, open_connection
+from .limits import SandboxLimits
 from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
 from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
 from .runner import StepRunner
@@ -28,6 +29,7 @@ __all__ = [
     "Requirements",
     "RunResult",
     "RuntimeUnavailable",
+    "SandboxLimits",
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",

@@ -1,5 +1,8 @@
 """The few Linux system calls the runtime needs that Python 3.11 does not wrap: setns, unshare and mount.
 
+:func:`mount_tmpfs` and :func:`resize_tmpfs` give each sandbox's writable root its own size-limited tmpfs
+(its disk quota: ``df`` inside shows that size).
+
 ``setns`` on a network namespace changes only the calling thread, so a socket made between
 :func:`enter_netns` and its exit belongs to that namespace for its whole life, whichever thread uses it
 later. That is how the host process serves sockets inside the world namespace and reaches ports inside a
@@ -24,6 +27,8 @@ __all__ = [
     "enter_netns",
     "enter_ns",
     "make_shared",
+    "mount_tmpfs",
+    "resize_tmpfs",
     "setns",
     "socket_in",
     "unmount",
@@ -33,6 +38,9 @@ __all__ = [
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_SHARED = 1 << 20
@@ -68,6 +76,20 @@ def unshare(flags: int) -> None:
 def bind_mount(source: str, target: str) -> None:
     """Bind-mount ``source`` on ``target`` (used to give a network namespace a name under /run/netns)."""
     _check(_libc.mount(source.encode(), target.encode(), None, MS_BIND, None), f"mount {source} on {target}")
+
+
+def mount_tmpfs(target: str, size: int, *, uid: int, gid: int, mode: int = 0o755) -> None:
+    """Mount a tmpfs of at most ``size`` bytes (and as many inodes as 4 KiB files fill it) on ``target``."""
+    data = f"size={size},nr_inodes={max(1024, size // 4096)},mode={mode:o},uid={uid},gid={gid}".encode()
+    flags = MS_NOSUID | MS_NODEV
+    _check(_libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, data), f"mount tmpfs on {target}")
+
+
+def resize_tmpfs(target: str, size: int) -> None:
+    """Change the size limit of the tmpfs mounted on ``target`` (ENOSPC-like EBUSY if it holds more)."""
+    data = f"size={size},nr_inodes={max(1024, size // 4096)}".encode()
+    flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
+    _check(_libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, data), f"resize tmpfs on {target}")
 
 
 def make_shared(target: str) -> None:

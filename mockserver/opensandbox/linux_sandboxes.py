@@ -32,7 +32,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from mockserver.core import DnsTable
-from mockserver.linux import LinuxRuntime, LinuxSandbox, opensandbox_apply
+from mockserver.linux import LinuxRuntime, LinuxSandbox, SandboxLimits, opensandbox_apply
 from mockserver.linux.bindings import SandboxBindings
 from mockserver.linux.egress import OpenSandboxMode
 from mockserver.linux.hostfs import HostFileSystem
@@ -40,7 +40,7 @@ from mockserver.linux.ingress import ASGIApp, Receive, Scope, Send
 
 from .model.config import ServerConfig
 from .model.egress import effective_policy
-from .model.execd import memory_limit_bytes
+from .model.execd import disk_limit_bytes, memory_limit_bytes
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes.render import SANDBOX_KEY
@@ -54,8 +54,10 @@ ENDED = frozenset({"Failed", "Terminated", "Stopping"})
 class LinuxSandboxes(SandboxBindings[SandboxRecord, object]):
     """The real sandboxes of one OpenSandbox mock (each record's applied policy object); thread-safe."""
 
-    def __init__(self, state: OpenSandboxState, config: ServerConfig, dns: DnsTable) -> None:
-        super().__init__(dns)
+    def __init__(
+        self, state: OpenSandboxState, config: ServerConfig, dns: DnsTable, limits: SandboxLimits | None = None
+    ) -> None:
+        super().__init__(dns, limits)
         self.state = state
         self.config = config
 
@@ -73,6 +75,7 @@ class LinuxSandboxes(SandboxBindings[SandboxRecord, object]):
                 hostname=record.id[:12],
                 env=dict(record.spec.env),
                 memory_bytes=memory_limit_bytes(record),
+                disk_bytes=disk_limit_bytes(record),
             )
             try:
                 policy = effective_policy(record)

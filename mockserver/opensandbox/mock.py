@@ -50,6 +50,8 @@ from .routes.ports import PortContext, PortDispatcher, service_router
 from .routes.render import exception_handlers
 
 if TYPE_CHECKING:
+    from mockserver.linux import SandboxLimits
+
     from .linux_sandboxes import LinuxSandboxes
 
 __all__ = ["RUNTIMES", "OpenSandboxMock"]
@@ -69,7 +71,8 @@ class OpenSandboxMock(HttpMock):
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
     or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
     the real server's default). ``runner_factory`` replaces the shared command emulator. ``runtime`` is
-    ``"emulator"`` (default) or ``"linux"`` (see the module docstring).
+    ``"emulator"`` (default) or ``"linux"`` (see the module docstring); ``sandbox_limits`` are the linux
+    sandboxes' default limits (:mod:`mockserver.linux.limits`).
     """
 
     provider = "opensandbox"
@@ -95,6 +98,7 @@ class OpenSandboxMock(HttpMock):
         http: HttpTable | None = None,
         runner_factory: RunnerFactory | None = None,
         runtime: RuntimeName = "emulator",
+        sandbox_limits: SandboxLimits | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -104,6 +108,7 @@ class OpenSandboxMock(HttpMock):
             require()  # fail at once, naming what is missing
         super().__init__(clock=clock, seed=seed, dns=dns)
         self.runtime_name: RuntimeName = runtime
+        self._sandbox_limits = sandbox_limits
         self.linux: LinuxSandboxes | None = None
         self.config = ServerConfig(
             access=KeyTable.from_option(api_key),
@@ -154,7 +159,7 @@ class OpenSandboxMock(HttpMock):
         from .linux_sandboxes import LinuxSandboxes
         from .routes.live import LiveContext, live_routes
 
-        linux = LinuxSandboxes(self.state, self.config, self.dns)
+        linux = LinuxSandboxes(self.state, self.config, self.dns, self._sandbox_limits)
         self.linux = linux
         self.commands = LinuxCommandRuntime(
             self.clock, self.ids, self.dns, self.config.enforcement, linux.ensure_async, linux.oom

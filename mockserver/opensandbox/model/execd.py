@@ -18,6 +18,7 @@ answers on a platform without PTY), so no session exists: ``GET`` and ``DELETE /
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -354,6 +355,16 @@ def memory_limit_bytes(sb: SandboxRecord) -> int | None:
     """Return the sandbox's ``resourceLimits.memory`` in bytes (None when it names none)."""
     raw = sb.spec.resource_limits.get("memory")
     return None if not raw else int(_mib(str(raw)) * 2**20)
+
+
+def disk_limit_bytes(sb: SandboxRecord) -> int | None:
+    """Return the sandbox's ``resourceLimits["ephemeral-storage"]`` in bytes (None when it names none).
+
+    ``ephemeral-storage`` is the Kubernetes name the real server accepts among a sandbox's resource limits.
+    """
+    raw = sb.spec.resource_limits.get("ephemeral-storage")
+    mib = _mib(str(raw)) if raw else 0.0
+    return int(mib * 2**20) if math.isfinite(mib) and mib >= 1 else None
 
 
 def usage_metrics(sb: SandboxRecord, cpu_percent: float, memory_bytes: int, now_ms: int) -> dict[str, Any]:

@@ -9,9 +9,11 @@ exhaust the process's file descriptors and uvicorn's concurrency limit, and the 
 * a request whose body stalls (no byte of it for ``body_timeout`` seconds while the server waits for it)
   is cut: its connection is closed and the application sees the client disconnect;
 * when more than ``max_connections`` are open, connections that wait on their client are closed to make
-  room: idle ones (no request in flight) longest-idle first, then those whose request body is still
-  arriving, longest-stalled first. Only when every connection is being answered does uvicorn's
-  ``limit_concurrency`` answer 503, so stalled clients never lock out the admin API or other tenants.
+  room, the one that has waited longest first: idle ones (no request in flight, waiting since their last
+  response) and those whose request body is still arriving (waiting since its last byte). Only when
+  every connection is being answered (none to close) does uvicorn's ``limit_concurrency`` (twice the
+  cap, see :class:`~mockserver.asgi.server.MockServer`) answer 503, so stalled clients never lock out
+  the admin API or other tenants.
 """
 
 from __future__ import annotations
@@ -129,11 +131,15 @@ def bounded_h11(
         def _shed(self, count: int) -> None:
             # A connection upgraded to a WebSocket has another protocol class: it counts as busy.
             others = [c for c in self.connections if c is not self and not c.transport.is_closing()]
-            idle: list[Any] = [c for c in others if not getattr(c, "_busy", _busy)()]
-            idle.sort(key=lambda c: getattr(c, "_idle_since", 0.0))
-            stalled = [(since, c) for c in others if (since := getattr(c, "_waiting_since", _no_wait)()) is not None]
-            stalled.sort(key=lambda pair: pair[0])
-            for connection in [*idle, *(c for _, c in stalled)][:count]:
+            count -= len(self.connections) - 1 - len(others)  # closing already: they make room when they go
+            waiting: list[tuple[float, Any]] = []
+            for connection in others:
+                if not getattr(connection, "_busy", _busy)():
+                    waiting.append((getattr(connection, "_idle_since", 0.0), connection))
+                elif (since := getattr(connection, "_waiting_since", _no_wait)()) is not None:
+                    waiting.append((since, connection))
+            waiting.sort(key=lambda pair: pair[0])
+            for _, connection in waiting[:count]:
                 connection.transport.close()
 
     return BoundedH11Protocol

@@ -19,8 +19,8 @@ class MockServer:
     ``port=0`` picks a free port. ``timeout_keep_alive`` is how long an idle keep-alive
     connection stays open: set it below a client's pool expiry to exercise stale sockets.
     ``max_connections`` caps open connections (default: what the file-descriptor limit allows, at most
-    1000); over it, connections that wait on their client are closed, the longest-idle first, then those
-    whose request body stalls. A connection that has not sent a whole request head within ``header_timeout``
+    1000); over it, connections that wait on their client (idle, or a request body that stalls) are closed,
+    the longest-waiting first. A connection that has not sent a whole request head within ``header_timeout``
     seconds is closed, and so is one whose request body sends nothing for ``body_timeout`` seconds.
     """
 
@@ -56,7 +56,7 @@ class MockServer:
             access_log=False,
             ws="auto",
             http=bounded_h11(cap, header_timeout, body_timeout),
-            limit_concurrency=cap + 1,
+            limit_concurrency=2 * cap,  # reached only when every connection is being answered (none to shed)
         )
         self._keep_alive = timeout_keep_alive
         self._ready_timeout = ready_timeout

@@ -7,7 +7,7 @@ exits, routed to :class:`~mockserver.linux.process.LinuxProcess`).
 Sending never blocks: a message goes straight into the socket when it has room, else into the channel's
 outgoing queue, which the I/O thread writes out as the socket drains. A sandbox whose init stops reading
 (stopped by a debugger, frozen, busy) therefore never stalls the caller (the server's event loop); the
-queue is bounded by :data:`OUTBOX_LIMIT` bytes, over which :meth:`Channel.send` refuses bulk data
+queue is bounded: while :data:`OUTBOX_LIMIT` bytes wait, :meth:`Channel.send` refuses bulk data
 (:class:`ChannelFull`) while small control messages (signals, credits) still queue.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from .standalone.wire import BUFFER, MAX_MESSAGE, WireError, pack_request, unpack_event
+from .standalone.wire import BUFFER, CHUNK, MAX_MESSAGE, WireError, pack_request, unpack_event
 
 __all__ = ["OUTBOX_LIMIT", "Channel", "ChannelClosed", "ChannelFull", "Hub"]
 
@@ -65,30 +65,33 @@ class Channel:
         return self._queued
 
     def send(self, header: dict[str, Any], payload: bytes = b"") -> None:
-        """Send one message that has no reply, without blocking.
+        """Send one message that has no reply, without blocking (a long payload goes as several messages).
 
         What the socket cannot take now is queued and written by the I/O thread. A message with a payload
-        (stdin data) raises :class:`ChannelFull` when more than :data:`OUTBOX_LIMIT` bytes are queued already.
+        (stdin data) is refused whole with :class:`ChannelFull` while :data:`OUTBOX_LIMIT` bytes or more
+        are queued already; control messages are always queued.
         """
-        packet = pack_request(header, payload)
+        view = memoryview(payload)
+        packets = [pack_request(header, bytes(view[i : i + CHUNK])) for i in range(0, len(view), CHUNK)]
+        packets = packets or [pack_request(header)]
         with self._send_lock:
             if self.closed:
                 raise ChannelClosed("the sandbox's init is gone")
-            if self._outbox:
-                if payload and self._queued + len(packet) > OUTBOX_LIMIT:
-                    raise ChannelFull(f"{self._queued} bytes wait for the sandbox's init to read them")
-                self._outbox.append(packet)
-                self._queued += len(packet)
-                return
-            try:
-                self.sock.send(packet)
-                return
-            except BlockingIOError:
-                self._outbox.append(packet)
-                self._queued += len(packet)
-            except OSError as exc:
-                raise ChannelClosed(f"the sandbox's init is gone: {exc}") from exc
-        if self.hub is not None:
+            if payload and self._queued >= OUTBOX_LIMIT:
+                raise ChannelFull(f"{self._queued} bytes wait for the sandbox's init to read them")
+            sent = 0
+            while not self._outbox and sent < len(packets):
+                try:
+                    self.sock.send(packets[sent])
+                except BlockingIOError:
+                    break
+                except OSError as exc:
+                    raise ChannelClosed(f"the sandbox's init is gone: {exc}") from exc
+                sent += 1
+            rest = packets[sent:]
+            self._outbox.extend(rest)
+            self._queued += sum(len(packet) for packet in rest)
+        if rest and self.hub is not None:
             self.hub.want_write(self)
 
     def flush(self) -> bool:

@@ -272,15 +272,13 @@ class LinuxProcess:
     def write_stdin(self, data: bytes) -> bool:
         """Send ``data`` to the process's stdin (the terminal, for a PTY); tell whether it was accepted.
 
-        Never blocks: what the sandbox's init has not read yet waits in the channel's bounded queue; when
-        that queue is full (the init stopped reading), the rest of ``data`` is refused (False).
+        Never blocks: what the sandbox's init has not read yet waits in the channel's bounded queue; while
+        that queue is full (the init stopped reading), ``data`` is refused whole (False).
         """
         if not self._stdin_open:
             return False
-        view = memoryview(data)
         try:
-            for start in range(0, len(view), 60 * 1024):
-                self._send({"op": "stdin", "id": self.ident}, bytes(view[start : start + 60 * 1024]))
+            self._send({"op": "stdin", "id": self.ident}, bytes(data))
         except BlockingIOError:  # the channel's queue is full (ChannelFull)
             return False
         return True

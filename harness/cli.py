@@ -21,11 +21,13 @@ from typing import Any
 import pytest
 
 import harness.contracts
-from harness.targets import ACCEPTED_FORMS, Target, TargetError, parse_target
+from harness.targets import ACCEPTED_FORMS, PROVIDERS, Target, TargetError, parse_target
 
 __all__ = ["CONTRACTS_DIR", "build_parser", "main", "pytest_args"]
 
 CONTRACTS_DIR = Path(harness.contracts.__file__).resolve().parent
+#: The contract suite's own (empty) pytest configuration: no project's settings leak into a check.
+CONFIG_FILE = "pytest.ini"
 PROFILES = ("ci", "thorough", "dev")
 
 
@@ -60,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="emulator",
         help="what the mock target runs sandboxes on (linux: real programs in Linux namespaces; see docs/runtime.md)",
     )
+    parser.add_argument(
+        "--provider",
+        action="append",
+        choices=PROVIDERS,
+        help="check only this provider (repeatable; default: the providers the target covers)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="less pytest output")
     return parser
 
@@ -78,7 +86,7 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         "--rootdir",
         str(contracts_dir),
         "-c",
-        os.devnull,
+        str(contracts_dir / CONFIG_FILE),
         "-p",
         "no:cacheprovider",
         "-W",
@@ -102,6 +110,8 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         argv.append("--sandproof-strict")
     if getattr(args, "runtime", "emulator") != "emulator":
         argv.append(f"--sandproof-runtime={args.runtime}")
+    for provider in getattr(args, "provider", None) or ():
+        argv.append(f"--sandproof-provider={provider}")
     if args.list:
         argv.append("--collect-only")
     return argv
@@ -184,6 +194,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = pytest.main(pytest_args(args), plugins=[listing])
         _print_listing(listing.items, target)
         return 0 if status in (0, 5) else int(status)
+    if not args.provider and target.kind != "mock":
+        args.provider = sorted(target.providers)  # the other provider's contracts are not listed as skips
+    if target.kind == "url":
+        try:
+            target.ensure_started()  # learn whether it serves the admin API, so the header says so
+        except TargetError as exc:
+            print(f"sandproof check: {exc}", file=sys.stderr)
+            return 2
     print(f"sandproof check: target {target.describe()}; Hypothesis profile {args.profile}", flush=True)
     outcome = _Outcome()
     status = int(pytest.main(pytest_args(args), plugins=[outcome]))

@@ -6,12 +6,13 @@ stopped, and prints the ``export`` lines of their SDK environment.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import shlex
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -21,6 +22,7 @@ from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
 from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 
 if TYPE_CHECKING:
+    from mockserver.asgi.server import MockServer
     from mockserver.linux import SandboxLimits
     from mockserver.service import HttpMock
 
@@ -43,6 +45,8 @@ OPENSANDBOX_PORT = 8080
 DEFAULT_HEADER_TIMEOUT = 10.0
 #: Seconds a request body may send nothing before its connection is closed (the same module's default).
 DEFAULT_BODY_TIMEOUT = 10.0
+#: Seconds an idle keep-alive connection stays open.
+DEFAULT_KEEP_ALIVE = 5.0
 
 
 @dataclass
@@ -56,7 +60,7 @@ class ServeOptions:
     state_file: str | None = None
     seed: int | None = None
     clock: ClockMode = "wall"
-    keep_alive: float = 5.0
+    keep_alive: float = DEFAULT_KEEP_ALIVE
     max_connections: int | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
@@ -64,6 +68,7 @@ class ServeOptions:
     admin_token: str | None = None
     execd_token: str | None = None
     runtime: str = "emulator"
+    scenarios: Sequence[str] = field(default_factory=tuple)
 
 
 class ServeError(ValueError):
@@ -85,12 +90,15 @@ def build_mocks(
     seed: int | None,
     clock_mode: ClockMode,
     api_keys: Sequence[str] = (),
+    provider_keys: Mapping[str, Sequence[str]] | None = None,
     admin_token: str | None = None,
     execd_token: str | None = None,
     runtime: str = "emulator",
     sandbox_limits: SandboxLimits | None = None,
 ) -> dict[str, HttpMock]:
     """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
+
+    ``provider_keys`` adds keys one provider alone accepts (a scenario's ``api_keys``).
 
     By default any non-empty key is accepted, each key its own tenant (project); several pinned keys are
     each their own tenant. ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox
@@ -117,13 +125,16 @@ def build_mocks(
         if not report.ok:
             raise ServeError(report.message())
     chosen: Literal["emulator", "linux"] = "linux" if runtime == "linux" else "emulator"
+    extra = provider_keys or {}
+    tensorlake_keys = [*keys, *extra.get("tensorlake", ())]
+    opensandbox_keys = [*keys, *extra.get("opensandbox", ())]
     tensorlake = TensorLakeMock(
-        seed=seed, clock=clock(), api_keys=keys or None, runtime=chosen, sandbox_limits=sandbox_limits
+        seed=seed, clock=clock(), api_keys=tensorlake_keys or None, runtime=chosen, sandbox_limits=sandbox_limits
     )
     opensandbox = OpenSandboxMock(
         seed=seed,
         clock=clock(),
-        api_key=pinned_keys(keys),
+        api_key=pinned_keys(opensandbox_keys),
         execd_token=execd_token,
         runtime=chosen,
         sandbox_limits=sandbox_limits,
@@ -143,8 +154,11 @@ def env_lines(host: str, tensorlake_port: int, opensandbox_port: int, api_key: s
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
 
 
-def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
-    """Return the exact ``sandproof env`` command that matches a server on ``host`` and those ports."""
+def env_command(host: str, tensorlake_port: int, opensandbox_port: int, api_key: str | None = None) -> str:
+    """Return the exact ``sandproof env`` command that matches a server on ``host`` and those ports.
+
+    ``api_key`` is added as ``--api-key`` when the server pins its keys (the default key would then get 401).
+    """
     parts = ["sandproof", "env"]
     if host != "127.0.0.1":
         parts += ["--host", host]
@@ -152,7 +166,37 @@ def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
         parts += ["--tensorlake-port", str(tensorlake_port)]
     if opensandbox_port != OPENSANDBOX_PORT:
         parts += ["--opensandbox-port", str(opensandbox_port)]
+    if api_key is not None and api_key != DEFAULT_API_KEY:
+        parts += ["--api-key", api_key]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+#: The command-line option that sets each mock's port, named when a port is taken.
+PORT_OPTIONS = {"tensorlake": "--tensorlake-port", "opensandbox": "--opensandbox-port"}
+
+
+def _advertised_key(options: ServeOptions, mocks: Mapping[str, HttpMock]) -> str | None:
+    """Return the key the banner's ``env`` line should carry: the first key both mocks accept, or None for any."""
+    if options.api_keys:
+        return options.api_keys[0]
+    pinned = [mock.pinned_keys() for mock in mocks.values()]
+    common = [key for key in (pinned[0] or []) if all(p is None or key in p for p in pinned[1:])]
+    if common:
+        return common[0]
+    return next((keys[0] for keys in pinned if keys), None)
+
+
+def _start(server: MockServer, name: str, port: int) -> None:
+    """Bind and start one mock's server; a taken or forbidden port is a :class:`ServeError` naming its option."""
+    try:
+        server.start(wait=False)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"port {port} on {server.host} is already in use ({name} mock): "
+                f"choose another with {PORT_OPTIONS[name]} PORT, or stop what listens there"
+            ) from exc
+        raise ServeError(f"cannot listen on {server.host}:{port} for the {name} mock: {exc.strerror or exc}") from exc
 
 
 def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
@@ -168,10 +212,22 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
             f"--host {options.host} exposes the /_mock admin API (it resets state and lists API keys) beyond "
             "this machine: give --admin-token TOKEN, or bind a loopback address"
         )
+    from mockserver.scenario import ScenarioError, load_scenarios
+
+    if options.scenarios and options.state_file:
+        raise ServeError(
+            "--scenario and --state-file do not go together: a scenario starts the mocks the same way every time, "
+            "a state file where they stopped; choose one"
+        )
+    try:
+        scenarios = load_scenarios(options.scenarios)
+    except ScenarioError as exc:
+        raise ServeError(str(exc)) from exc
     mocks = build_mocks(
         seed=options.seed,
         clock_mode=options.clock,
         api_keys=options.api_keys,
+        provider_keys={name: scenarios.api_keys(name) for name in ("tensorlake", "opensandbox")},
         admin_token=options.admin_token,
         execd_token=options.execd_token,
         runtime=options.runtime,
@@ -191,6 +247,12 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         if opened:
             out(opened)
         apps = {name: CommitBeforeSend(mock.app, store.commit, mock.touched_by_request) for name, mock in mocks.items()}
+    try:
+        scenarios.before_serving(mocks)
+    except ScenarioError as exc:
+        for mock in mocks.values():
+            mock.close()
+        raise ServeError(str(exc)) from exc
     ports = {"tensorlake": options.tensorlake_port, "opensandbox": options.opensandbox_port}
     servers = {
         name: MockServer(
@@ -205,18 +267,26 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         for name, mock in mocks.items()
     }
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        for server in servers.values():
-            server.start(wait=False)  # both start at once
+        for name, server in servers.items():
+            _start(server, name, ports[name])  # both start at once
         for name, server in servers.items():
             server.wait_started()
             out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
-        command = env_command(options.host, servers["tensorlake"].port, servers["opensandbox"].port)
+        try:
+            for line in scenarios.once_serving(mocks, {n: s.url for n, s in servers.items()}, options.execd_token):
+                out(line)
+        except ScenarioError as exc:
+            raise ServeError(str(exc)) from exc
+        command = env_command(
+            options.host, servers["tensorlake"].port, servers["opensandbox"].port, _advertised_key(options, mocks)
+        )
         out(f'point the SDKs at these mocks with: eval "$({command})"; Ctrl-C stops')
         stop.wait()
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         for server in servers.values():
             server.stop()
         if store is not None:

@@ -13,6 +13,32 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
+def served(*extra: str) -> Iterator[tuple[dict[str, str], list[str]]]:
+    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports until its banner's last line.
+
+    Yield both mocks' URLs and the lines it printed up to then (a scenario's are among them); on exit the
+    server gets SIGINT and is waited for.
+    """
+    command = [sys.executable, "-m", "sandproof.cli", "serve", "--tensorlake-port", "0", "--opensandbox-port", "0"]
+    proc = subprocess.Popen([*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        urls: dict[str, str] = {}
+        lines: list[str] = []
+        while not lines or not lines[-1].startswith("point the SDKs"):
+            line = proc.stdout.readline()
+            assert line, f"serve exited before its banner: {lines}"
+            lines.append(line.rstrip("\n"))
+            name, _, rest = line.partition(" ")
+            if name in ("tensorlake", "opensandbox"):
+                urls[name] = rest.split()[0]
+        yield urls, lines
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+
+
+@contextmanager
 def served_opensandbox(*extra: str) -> Iterator[str]:
     """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield the OpenSandbox mock's URL.
 

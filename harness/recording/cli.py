@@ -27,7 +27,11 @@ __all__ = ["record_main", "record_parser", "replay_main", "replay_parser"]
 
 def record_parser() -> argparse.ArgumentParser:
     """Return the ``sandproof record`` parser."""
-    parser = argparse.ArgumentParser(prog="sandproof record", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="sandproof record",
+        description="Record a server's traffic into a cassette: serve a recording proxy on 127.0.0.1:PORT until "
+        "interrupted, and point the SDK at it (as sandproof env does). Secrets are redacted before they are written.",
+    )
     parser.add_argument("--upstream", required=True, help="the server to record, e.g. http://127.0.0.1:8080")
     parser.add_argument("--provider", required=True, choices=PROVIDERS, help="whose API the upstream serves")
     parser.add_argument("--port", type=int, required=True, help="the recorder's port on 127.0.0.1 (0: any free)")
@@ -82,7 +86,11 @@ def record_main(argv: Sequence[str], *, stop: threading.Event | None = None) -> 
 
 def replay_parser() -> argparse.ArgumentParser:
     """Return the ``sandproof replay`` parser."""
-    parser = argparse.ArgumentParser(prog="sandproof replay", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="sandproof replay",
+        description="Replay cassettes against a target and print what answered differently. Ids, times and keys are "
+        "rewritten first. Exit status: 0 when only known deviations differ, 1 otherwise, 2 on bad input.",
+    )
     parser.add_argument("cassettes", nargs="+", type=Path, help="cassette files, or directories of *.jsonl")
     parser.add_argument("--target", required=True, help="a base URL, or 'mock' for a fresh in-process mock")
     parser.add_argument("--api-key", default=DEFAULT_API_KEY, help=f"the key to send (default {DEFAULT_API_KEY})")

@@ -27,6 +27,7 @@ __all__ = [
     "enter_netns",
     "enter_ns",
     "make_shared",
+    "mount_state_tmpfs",
     "mount_tmpfs",
     "resize_tmpfs",
     "setns",
@@ -76,6 +77,15 @@ def unshare(flags: int) -> None:
 def bind_mount(source: str, target: str) -> None:
     """Bind-mount ``source`` on ``target`` (used to give a network namespace a name under /run/netns)."""
     _check(_libc.mount(source.encode(), target.encode(), None, MS_BIND, None), f"mount {source} on {target}")
+
+
+def mount_state_tmpfs(target: str) -> None:
+    """Mount a tmpfs of its own on ``target`` (a runtime's state folder, so no sandbox sees the host path of it).
+
+    A bind mount's line in ``/proc/self/mountinfo`` names its source as a path inside the source's file
+    system: on a file system of its own the state folder's host path is not part of it.
+    """
+    _check(_libc.mount(b"sandproof", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0711"), f"mount {target}")
 
 
 def mount_tmpfs(target: str, size: int, *, uid: int, gid: int, mode: int = 0o755) -> None:

@@ -40,6 +40,7 @@ from . import cgroups as cg
 from .assembly import BASE_ENV, Assembler, SandboxStartError, make_userns
 from .channel import Hub
 from .egress import EgressPlan
+from .kernel import mount_state_tmpfs, unmount
 from .launch import find_bwrap, prepare_guest_code, release_mounts
 from .limits import SandboxLimits
 from .netns import remove_netns, stale_names
@@ -99,9 +100,33 @@ def remove_stale(own_id: str | None = None) -> list[str]:
             path.unlink()
         for place in {Path(tempfile.gettempdir()), Path(_scratch())}:
             for leftover in place.glob(f"sandproof-linux-{path.stem}-*"):
-                release_mounts(leftover)  # the sandboxes' root tmpfs
+                release_mounts(leftover)  # the sandboxes' root tmpfs, the state folder's own (see _mount_state)
                 shutil.rmtree(leftover, ignore_errors=True)
     return removed
+
+
+def _mount_state(directory: Path) -> bool:
+    """Give a state folder on ``/dev/shm`` a tmpfs of its own; tell whether it got one.
+
+    The sandboxes' mounts are binds from the state folder, and ``/proc/self/mountinfo`` inside a sandbox
+    names a bind's source by its path in the source's file system: on a file system of its own that path
+    starts at the state folder, so the host's folder names (``/dev/shm/sandproof-linux-...``) stay unseen.
+    A state folder on a disk (small ``/dev/shm``) is left as it is, not moved into memory.
+    """
+    if directory.parent != Path("/dev/shm"):
+        return False
+    try:
+        mount_state_tmpfs(str(directory))
+    except OSError:
+        return False
+    return True
+
+
+def _unmount_state(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        unmount(str(directory))
+    with contextlib.suppress(OSError):
+        directory.rmdir()
 
 
 def _make_searchable(directory: Path) -> None:
@@ -164,6 +189,7 @@ class LinuxRuntime:
         self.hub: Hub | None = None
         self.launcher: Launcher | None = None
         self._owns_state = state_dir is None
+        self._state_mounted = False
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix=f"sandproof-linux-{self.id}-", dir=_scratch()))
         self._trash: queue.Queue[Path | None] = queue.Queue()
         self._janitor = threading.Thread(target=self._sweep, name="sandproof-linux-janitor", daemon=True)
@@ -177,12 +203,17 @@ class LinuxRuntime:
             with sweep_mutex():
                 self.stale_removed = remove_stale(self.id)
             self.state_dir.mkdir(parents=True, exist_ok=True)
+            self._state_mounted = self._owns_state and _mount_state(self.state_dir)
             _make_searchable(self.state_dir)
             with contextlib.suppress(OSError):
                 for leftover in (self.state_dir / ".trash").iterdir():
                     self._trash.put(leftover)
             self.cgroups = cg.detect()
-            self.guest_dir = Path(_scratch()) / f"sandproof-linux-{self.id}-guest"
+            self.guest_dir = (
+                self.state_dir / ".guest"
+                if self._state_mounted
+                else Path(_scratch()) / f"sandproof-linux-{self.id}-guest"
+            )
             guest_entry = prepare_guest_code(python, self.guest_dir)
             self.launcher = Launcher(python)
             self.world = World(self.id, self.dns).start()
@@ -355,9 +386,12 @@ class LinuxRuntime:
             self.userns_fd = -1
         for hierarchy in self.cgroups.hierarchies():
             cg.remove_tree(hierarchy.runtime_dir(self.id))
-        release_mounts(self.state_dir)
+        for sandbox_dir in self.state_dir.iterdir() if self.state_dir.is_dir() else ():
+            release_mounts(sandbox_dir)  # the sandboxes' root tmpfs (the state folder's own goes below)
         if self._owns_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
+            if self._state_mounted:
+                _unmount_state(self.state_dir)
         if self.guest_dir is not None:
             shutil.rmtree(self.guest_dir, ignore_errors=True)
         with contextlib.suppress(OSError):

@@ -256,10 +256,14 @@ class OpenSandboxMock(HttpMock):
         return exception_handlers()
 
     def wrap(self, app: ASGIApp) -> ASGIApp:
-        """Put the request-id and auth layer outside the core's fault and journal layers."""
+        """Run the linux runtime's requests in step with it, inside the core's layers."""
         if self.linux is not None:
             app = self.linux.in_step(app)
-        return RequestGate(super().wrap(app), self.config.access, self.ids.uuid4_hex)
+        return super().wrap(app)
+
+    def gate(self, app: ASGIApp) -> ASGIApp:
+        """Put the request-id, CORS and API-key layer outside fault injection (and inside the journal)."""
+        return RequestGate(app, self.config.access, self.ids.uuid4_hex)
 
     # -- conveniences for tests ------------------------------------------------------------------
 
@@ -267,6 +271,11 @@ class OpenSandboxMock(HttpMock):
     def keys(self) -> dict[str, str]:
         """Return the configured API keys and their tenants (empty when auth is off or any key is accepted)."""
         return dict(self.config.access.keys)
+
+    def pinned_keys(self) -> list[str] | None:
+        """Return the accepted API keys (None: any key, or auth off)."""
+        access = self.config.access
+        return None if access.any_key or not access.keys else sorted(access.keys)
 
     @property
     def api_key(self) -> str | None:

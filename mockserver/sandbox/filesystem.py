@@ -20,6 +20,7 @@ FsErrorCode = Literal[
     "no_space",
     "permission_denied",
     "read_only",
+    "not_regular",
 ]
 
 STRERROR: dict[str, str] = {
@@ -32,6 +33,7 @@ STRERROR: dict[str, str] = {
     "no_space": "No space left on device",
     "permission_denied": "Permission denied",
     "read_only": "Read-only file system",
+    "not_regular": "Not a regular file",
 }
 
 DIR_SIZE = 4096
@@ -93,6 +95,49 @@ class _Dir:
 _Node = _File | _Dir
 
 
+#: Bytes per piece when a file is streamed (:meth:`FileStream.chunks`).
+CHUNK = 256 * 1024
+
+
+class FileStream:
+    """An open regular file read piece by piece: its ``size`` when opened and ``read_at(offset, n)``.
+
+    Large files are served through one of these (never read whole into memory). ``close`` releases it;
+    it is also a context manager.
+    """
+
+    def __init__(
+        self, size: int, read_at: Callable[[int, int], bytes], close: Callable[[], None] = lambda: None
+    ) -> None:
+        self.size = size
+        self.read_at = read_at
+        self._close = close
+        self.closed = False
+
+    def chunks(self, start: int = 0, length: int | None = None, chunk: int = CHUNK) -> Iterator[bytes]:
+        """Yield the bytes from ``start`` (``length`` of them, default to the size at open) in pieces."""
+        end = self.size if length is None else min(self.size, start + length)
+        offset = start
+        while offset < end:
+            piece = self.read_at(offset, min(chunk, end - offset))
+            if not piece:
+                return  # the file shrank since it was opened
+            offset += len(piece)
+            yield piece
+
+    def close(self) -> None:
+        """Release the file; idempotent."""
+        if not self.closed:
+            self.closed = True
+            self._close()
+
+    def __enter__(self) -> FileStream:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 def normpath(path: str, cwd: str | None = None) -> str:
     """Return the canonical absolute form of `path`, resolving it against `cwd` when relative."""
     if path == "" or "\x00" in path:
@@ -140,7 +185,12 @@ class FileSystem:
     nothing. None means no bound.
 
     ``revision`` counts the changes made to the tree (a durable store rewrites the tree only when it moved).
+
+    ``blocking`` tells callers on an event loop whether the methods do real I/O (run them in a thread
+    then); the in-memory tree never does.
     """
+
+    blocking = False
 
     def __init__(
         self,
@@ -261,6 +311,11 @@ class FileSystem:
                 raise FsError("is_a_directory", f"is a directory: {path}")
             end = None if limit is None else offset + limit
             return node.data[offset:end]
+
+    def open_stream(self, path: str) -> FileStream:
+        """Return the regular file at ``path`` opened for reading in pieces (see :class:`FileStream`)."""
+        data = self.read(path)
+        return FileStream(len(data), lambda offset, n: data[offset : offset + n])
 
     def listdir(self, path: str) -> list[FileInfo]:
         """Return the entries of directory `path` sorted by name."""
@@ -489,4 +544,14 @@ class FileSystem:
         return fs
 
 
-__all__ = ["DEFAULT_QUOTA", "STRERROR", "FileInfo", "FileSystem", "FsError", "FsErrorCode", "normpath"]
+__all__ = [
+    "CHUNK",
+    "DEFAULT_QUOTA",
+    "STRERROR",
+    "FileInfo",
+    "FileStream",
+    "FileSystem",
+    "FsError",
+    "FsErrorCode",
+    "normpath",
+]

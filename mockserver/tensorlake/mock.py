@@ -244,6 +244,11 @@ class TensorLakeMock(HttpMock):
     def api_keys(self, keys: Iterable[str] | None) -> None:
         self.model.keys = KeyRing.of(keys)
 
+    def pinned_keys(self) -> list[str] | None:
+        """Return the accepted API keys (None: any key)."""
+        keys = self.model.keys.keys
+        return None if keys is None else sorted(keys)
+
     def key_is_valid(self, key: str) -> bool:
         """Tell whether ``key`` is an API key the mock accepts (any key when ``api_keys`` is None)."""
         return self.model.keys.accepts(key)

@@ -35,3 +35,7 @@ def test_check_passes_against_the_served_opensandbox_mock(
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "sandproof check PASSED" in verdict and " 0 failed" in verdict, verdict
     assert lines[-1].startswith("sandproof check: spec "), lines[-1]  # the checks per strength come last
+    header = lines[0]
+    assert header.startswith("sandproof check: target opensandbox:") and "[api, admin]" in header, header
+    assert "tensorlake" not in header and "does not cover" not in done.stdout  # only the provider targeted
+    assert "dev/null" not in done.stdout

@@ -31,7 +31,7 @@ from collections.abc import MutableSequence
 from typing import Any
 
 from mockserver.core.errors import ApiError
-from mockserver.sandbox.filesystem import FileSystem, FsError, normpath
+from mockserver.sandbox.filesystem import FileStream, FileSystem, FsError, normpath
 
 from .daemon import CommandSpec, Daemon, ProcessRecord, PtySession, PtySpec
 from .records import ms
@@ -50,13 +50,13 @@ __all__ = [
     "file_path",
     "fs_error",
     "list_directory",
+    "open_file",
     "open_pty",
     "output_body",
     "processes_body",
     "pty_session",
     "pty_spec",
     "pty_start_failed",
-    "read_file",
     "signal_body",
     "signal_number",
     "start_spec",
@@ -81,6 +81,7 @@ _FS_STATUS = {
     "invalid_path": 400,
     "permission_denied": 403,
     "read_only": 403,
+    "not_regular": 400,
     "no_space": 507,
 }
 
@@ -212,11 +213,11 @@ def fs_error(exc: FsError) -> ApiError:
     return ApiError(_FS_STATUS.get(exc.code, 409), exc.code, exc.message)
 
 
-def read_file(fs: FileSystem, raw_path: str | None) -> bytes:
-    """Return the content of the file at ``?path=``."""
+def open_file(fs: FileSystem, raw_path: str | None) -> FileStream:
+    """Open the regular file at ``?path=`` for streaming (the caller closes it); a FIFO or socket is 400."""
     path = file_path(raw_path)
     try:
-        return fs.read(path)
+        return fs.open_stream(path)
     except FsError as exc:
         raise fs_error(exc) from exc
 

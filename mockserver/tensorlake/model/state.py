@@ -221,14 +221,22 @@ class TensorLakeModel(SandboxStore):
             self.settle(sb)
 
     def snapshot(self, owner: str, namespace: str, ident: str, snapshot_type: str | None) -> Snapshot:
-        """Checkpoint a running sandbox: its filesystem now and the settings a restore inherits."""
+        """Checkpoint a running sandbox: its filesystem now and the settings a restore inherits.
+
+        The files are read without the model lock (a runtime's real files take real I/O, and the other
+        requests must not wait on it); the state is checked again before the snapshot is recorded.
+        """
         with self.lock:
             sb = self.find(owner, namespace, ident)
             if sb.status != "running":
                 raise conflict("invalid_state", f"cannot snapshot a sandbox that is {sb.status}")
+            files = sb.fs
+        fs = files.dump()
+        size = sum(info.size for info in files.walk("/") if not info.is_dir)
+        with self.lock:
+            if self.find(owner, namespace, ident) is not sb or sb.status != "running" or sb.fs is not files:
+                raise conflict("invalid_state", f"cannot snapshot a sandbox that is {sb.status}")
             now = self.clock.now()
-            fs = sb.fs.dump()
-            size = sum(info.size for info in sb.fs.walk("/") if not info.is_dir)
             snap = Snapshot(
                 id=self._new_id(),
                 owner=owner,

@@ -285,8 +285,8 @@ class SandboxStore:
             sb.status = "suspended" if sb.status == "suspending" else "running"
             sb.transition_at = None
             return True
-        if sb.status == "running" and sb.timeout_secs and sb.running_since is not None:
-            deadline = sb.running_since + sb.timeout_secs
+        deadline = sb.timeout_deadline()
+        if deadline is not None:
             if deadline > now:
                 return False
             if sb.name is None:
@@ -481,8 +481,8 @@ def _next_due(sb: Sandbox) -> float | None:
             times.append(sb.created_at + sb.max_pending_secs)
     elif sb.status in ("suspending", "snapshotting"):
         times.append(sb.transition_at)
-    elif sb.status == "running" and sb.timeout_secs and sb.running_since is not None:
-        times.append(sb.running_since + sb.timeout_secs)
+    elif sb.status == "running":
+        times.append(sb.timeout_deadline())
     if sb.resize is not None and sb.resize.status == "pending":
         times.append(sb.resize.done_at)
     found = [t for t in times if t is not None]

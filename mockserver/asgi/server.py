@@ -8,9 +8,26 @@ import time
 from types import TracebackType
 
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .connections import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, bounded_h11, default_max_connections
+
+
+def _quiet_disconnects(app: ASGIApp) -> ASGIApp:
+    """Return ``app`` ending quietly when its client went away mid-request (or a stalled body was cut).
+
+    Nobody is left to answer, and a traceback logged for each of a thousand cut connections would cost
+    the server more than the connections themselves.
+    """
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await app(scope, receive, send)
+        except ClientDisconnect:
+            return
+
+    return wrapped
 
 
 class MockServer:
@@ -47,7 +64,7 @@ class MockServer:
         self.max_connections = cap
         self._requested_port = port
         self._config = uvicorn.Config(
-            app,
+            _quiet_disconnects(app),
             host=host,
             port=port,
             log_level=log_level,

@@ -205,7 +205,7 @@ import ctypes, time
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.ptrace(16, 1, 0, 0) != 0:  # PTRACE_ATTACH to the sandbox's init (pid 1): it stops
     raise SystemExit(f"attach failed: errno {ctypes.get_errno()}")
-time.sleep(3)
+time.sleep(2)
 libc.ptrace(17, 1, 0, 18)  # PTRACE_DETACH with SIGCONT: the init runs again
 """
 

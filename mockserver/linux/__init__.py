@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
     from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
     from .runner import StepRunner
-    from .runtime import LinuxRuntime, SandboxStartError
+    from .runtime import LinuxRuntime, SandboxCapacityError, SandboxStartError
     from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
 
 _HOMES = {
@@ -39,6 +39,7 @@ _HOMES = {
     "Requirements": ".requirements",
     "RunResult": ".sandbox",
     "RuntimeUnavailable": ".requirements",
+    "SandboxCapacityError": ".runtime",
     "SandboxLimits": ".limits",
     "SandboxStartError": ".runtime",
     "SandboxStateError": ".sandbox",
@@ -71,6 +72,7 @@ __all__ = [
     "Requirements",
     "RunResult",
     "RuntimeUnavailable",
+    "SandboxCapacityError",
     "SandboxLimits",
     "SandboxStartError",
     "SandboxStateError",

@@ -1,4 +1,4 @@
-"""Create requests with bad ``volumes`` or ``platform`` and the answers the real opensandbox-server 1.1.1 gave.
+"""Create requests with bad ``volumes``, ``platform`` or ``networkPolicy`` and the answers the real opensandbox-server 1.1.1 gave.
 
 Measured on the real server (Docker runtime, default configuration, on the fake Docker Engine API) with the
 default create body plus the field shown; ``tests/harness/differential/test_real_server.py`` replays each case
@@ -190,3 +190,64 @@ PLATFORM_CASES: dict[str, tuple[Any, Answer]] = {
 #: Accepted values (202); a platform is echoed stripped and in lower case.
 ACCEPTED_VOLUMES: tuple[Any, ...] = ([], None)
 ECHOED_PLATFORM = ({"os": " Linux ", "arch": "AMD64"}, {"os": "linux", "arch": "amd64"})
+
+NO_EGRESS_IMAGE = bad_request(
+    "SANDBOX::INVALID_PARAMETER", "egress.image must be configured when networkPolicy is provided."
+)
+EGRESS_0 = ["body", "networkPolicy", "egress", 0]
+
+#: Fields added to the default body with a ``networkPolicy`` -> the real answer on a server without an egress
+#: sidecar image (its default): the policy's shape is the body model's (422, field by field in the model's
+#: order), then any policy is refused after ``secureAccess`` and before ``resourceLimits`` are checked. The
+#: targets themselves are not looked at.
+NETWORK_POLICY_CASES: dict[str, tuple[dict[str, Any], Answer]] = {
+    "allow-all": (
+        {"networkPolicy": {"defaultAction": "deny", "egress": [{"action": "allow", "target": "*"}]}},
+        NO_EGRESS_IMAGE,
+    ),
+    "cidr": ({"networkPolicy": {"egress": [{"action": "allow", "target": "10.0.0.0/8"}]}}, NO_EGRESS_IMAGE),
+    "empty-policy": ({"networkPolicy": {}}, NO_EGRESS_IMAGE),
+    "unknown-default-action": ({"networkPolicy": {"defaultAction": "bogus"}}, NO_EGRESS_IMAGE),
+    "before-resource-limits": (
+        {
+            "networkPolicy": {"egress": [{"action": "ALLOW", "target": "example.com:443"}]},
+            "resourceLimits": {"cpu": "lots"},
+        },
+        NO_EGRESS_IMAGE,
+    ),
+    "after-secure-access": (
+        {"networkPolicy": {}, "secureAccess": True},
+        bad_request(
+            "SANDBOX::INVALID_PARAMETER",
+            "secureAccess is not supported when runtime.type='docker'. "
+            "Use the Kubernetes runtime to create secured sandboxes.",
+        ),
+    ),
+    "empty-target": (
+        {"networkPolicy": {"egress": [{"action": "allow", "target": ""}]}},
+        invalid(
+            type="string_too_short",
+            loc=[*EGRESS_0, "target"],
+            msg="String should have at least 1 character",
+            input="",
+            ctx={"min_length": 1},
+        ),
+    ),
+    "rule-fields-in-model-order": (
+        {"networkPolicy": {"egress": [{"action": 1}]}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "string_type",
+                        "loc": [*EGRESS_0, "action"],
+                        "msg": "Input should be a valid string",
+                        "input": 1,
+                    },
+                    {"type": "missing", "loc": [*EGRESS_0, "target"], "msg": "Field required", "input": {"action": 1}},
+                ]
+            },
+        ),
+    ),
+}

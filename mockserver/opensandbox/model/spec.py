@@ -45,6 +45,8 @@ _MEMORY_UNITS = {
 _MAX_INT64 = 2**63 - 1
 _INVALID = "SANDBOX::INVALID_PARAMETER"
 RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
+#: The real server's answer to a ``networkPolicy`` when no egress sidecar image is configured (``validators.py``).
+NO_EGRESS_IMAGE = "egress.image must be configured when networkPolicy is provided."
 
 #: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
 DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"lifecycle": ("POST /sandboxes",)}
@@ -250,11 +252,11 @@ def check_rule_fields(check: Checker, rule: Any, loc: list[str | int]) -> None:
     """Record the ``NetworkRule`` model's errors for a rule at ``loc`` (``action`` and a non-empty ``target``)."""
     if (r := check.obj(rule, loc)) is None:
         return
-    for key in ("action", "target"):
+    for key in ("action", "target"):  # pydantic reports each field in turn, in the model's field order
         if key not in r:
             check.add("missing", [*loc, key], r)
-    check.string(r.get("action", ""), [*loc, "action"])
-    check.string(r.get("target", "x"), [*loc, "target"], min_length=1)
+        else:
+            check.string(r[key], [*loc, key], min_length=1 if key == "target" else 0)
 
 
 def parse_create(
@@ -263,6 +265,7 @@ def parse_create(
     *,
     now: float | None = None,
     allowed_host_paths: Sequence[str] = (),
+    egress_image: bool = True,
     resolve_snapshot: Callable[[str], object] | None = None,
 ) -> CreateSpec:
     """Validate a create body like pydantic (422) and the given runtime (400) would, in the real order.
@@ -270,7 +273,9 @@ def parse_create(
     ``now`` (the server's time) lets the expiry check run where the real server runs it, after the
     platform check; ``allowed_host_paths`` is the server's host-volume allow-list (empty by default);
     ``resolve_snapshot`` raises when a ``snapshotId`` names no snapshot the caller may restore (404 / 409),
-    called where the real server resolves it (after ``poolRef``, before the labels).
+    called where the real server resolves it (after ``poolRef``, before the labels). Without an
+    ``egress_image`` (the real server's ``[egress] image`` unset), any ``networkPolicy`` is a 400 where the real
+    server checks it: after ``secureAccess``, before the policy's targets and ``resourceLimits`` are looked at.
     """
     check = Checker()
     data = check.obj(body, ["body"])
@@ -318,6 +323,8 @@ def parse_create(
             "Use the Kubernetes runtime to create secured sandboxes.",
         )
     raw_policy = data.get("networkPolicy")
+    if raw_policy is not None and not egress_image:
+        raise bad_request(_INVALID, NO_EGRESS_IMAGE)
     policy: NetworkPolicy | None = None
     if raw_policy is not None:
         try:

@@ -19,7 +19,13 @@ from starlette.routing import Route
 
 from harness.differential.fake_docker import ThreadedServer
 from harness.differential.real_server import RealOpenSandboxServer, strip_execd_proxy_prefix
-from tests.opensandbox.create_cases import ACCEPTED_VOLUMES, ECHOED_PLATFORM, PLATFORM_CASES, VOLUME_CASES
+from tests.opensandbox.create_cases import (
+    ACCEPTED_VOLUMES,
+    ECHOED_PLATFORM,
+    NETWORK_POLICY_CASES,
+    PLATFORM_CASES,
+    VOLUME_CASES,
+)
 from tests.opensandbox.http_cases import (
     check_allow,
     check_cors,
@@ -328,6 +334,14 @@ def test_bad_platforms_are_refused(api: httpx.Client, case: str) -> None:
     """Refuse an unknown ``platform.os`` / ``arch`` with 400 ``SANDBOX::INVALID_PARAMETER``."""
     platform, (status, body) = PLATFORM_CASES[case]
     resp = api.post("/sandboxes", json={**CREATE_BODY, "platform": platform})
+    assert (resp.status_code, resp.json()) == (status, body)
+
+
+@pytest.mark.parametrize("case", sorted(NETWORK_POLICY_CASES))
+def test_network_policies_without_an_egress_image(api: httpx.Client, case: str) -> None:
+    """Check a ``networkPolicy``'s shape (422), then refuse any policy: no egress sidecar image is configured."""
+    fields, (status, body) = NETWORK_POLICY_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, **fields})
     assert (resp.status_code, resp.json()) == (status, body)
 
 

@@ -1,4 +1,4 @@
-"""Create-body ``volumes`` and ``platform`` checks against what the real 1.1.1 server answered."""
+"""Create-body ``volumes``, ``platform`` and ``networkPolicy`` checks against what the real 1.1.1 server answered."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from ..create_cases import (
     ACCEPTED_VOLUMES,
     BODY,
     ECHOED_PLATFORM,
+    NETWORK_POLICY_CASES,
+    NO_EGRESS_IMAGE,
     PLATFORM_CASES,
     VOLUME_CASES,
     Answer,
@@ -87,3 +89,16 @@ def test_the_platform_is_echoed_stripped_and_lower_case() -> None:
     sb, created = lifecycle.create_sandbox(state, "default", {**BODY, "platform": sent})
     assert created["platform"] == echoed
     assert lifecycle.get_sandbox(state, "default", sb.id)["platform"] == echoed
+
+
+@pytest.mark.parametrize("case", sorted(NETWORK_POLICY_CASES))
+def test_network_policies_without_an_egress_image_as_the_real_server(case: str) -> None:
+    fields, expected = NETWORK_POLICY_CASES[case]
+    assert answer({**BODY, **fields}, ServerConfig(egress_image=False)) == expected
+
+
+def test_an_egress_image_lets_a_policy_through() -> None:
+    """With a sidecar image (the mock's default), a policy the engine accepts creates the sandbox."""
+    policy = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "pypi.org"}]}
+    assert answer({**BODY, "networkPolicy": policy}, ServerConfig())[0] == 202
+    assert answer({**BODY, "networkPolicy": policy}, ServerConfig(egress_image=False)) == NO_EGRESS_IMAGE

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from harness.differential.canonical import INVALID_CREATES, create, on, renew
 from harness.differential.programs import Auth, Program, RelTime, Step
 
-__all__ = ["programs", "steps"]
+__all__ = ["HUGE_CREATE", "programs", "steps"]
 
 _META_KEYS = ("team", "tier", "purpose", "app.kubernetes.io/name", "example.com/owner")
 _META_VALUES = ("a", "b", "demo", "x-1", "v.2", "")
@@ -22,9 +22,17 @@ _SLOTS = st.sampled_from((1, 1, 1, 2, 2, 3, 0))
 def _valid_create(draw: st.DrawFn) -> Step:
     """Draw a create the real server accepts."""
     fields: dict[str, Any] = {
-        "timeout": draw(st.sampled_from((600, 60, 3600, None, "600", 600.0))),
+        "timeout": draw(st.sampled_from((600, 60, 3600, None, "600", 600.0, " 600 ", 86_400 * 365, 10**10))),
         "resourceLimits": draw(
-            st.sampled_from(({"cpu": "1", "memory": "2Gi"}, {"cpu": "500m", "memory": "512Mi"}, {}))
+            st.sampled_from(
+                (
+                    {"cpu": "1", "memory": "2Gi"},
+                    {"cpu": "500m", "memory": "512Mi"},
+                    {},
+                    {"cpu": "0.25", "memory": "1G", "gpu": "1"},
+                    {"memory": "64m"},
+                )
+            )
         ),
         "entrypoint": draw(
             st.sampled_from((["tail", "-f", "/dev/null"], ["sleep", "infinity"], ["python", "-c", "1"]))
@@ -118,6 +126,9 @@ def _policy_create(draw: st.DrawFn) -> Step:
     return create("network-policy" + (f"+{other}" if other else ""), **fields)
 
 
+#: A create body over 1 MiB (one environment variable of 1 MiB).
+HUGE_CREATE = create("huge-body", env={"BIG": "x" * (1 << 20)})
+
 _FIELDS = (
     "image",
     "snapshotId",
@@ -166,7 +177,8 @@ def _bad_json_create(draw: st.DrawFn) -> Step:
 
 def _invalid_create() -> st.SearchStrategy[Step]:
     """Draw a create the real server refuses, or may: canonical, mutated, with a policy, or not JSON."""
-    return st.one_of(st.sampled_from(INVALID_CREATES), _mutated_create(), _policy_create(), _bad_json_create())
+    canonical = st.sampled_from((*INVALID_CREATES, HUGE_CREATE))
+    return st.one_of(canonical, _mutated_create(), _policy_create(), _bad_json_create())
 
 
 @st.composite
@@ -178,14 +190,14 @@ def _list_step(draw: st.DrawFn) -> Step:
     if pairs:
         params.append(("metadata", "&".join(f"{k}={v}" for k, v in pairs.items())))
     elif draw(st.integers(0, 5)) == 0:
-        params.append(("metadata", draw(st.sampled_from(("=&&", "a", "team")))))
+        params.append(("metadata", draw(st.sampled_from(("=&&", "a", "team", "team==a", "=a", "team=a&team=b")))))
         variant = "bad-metadata"
     params += [("state", s) for s in draw(st.lists(st.sampled_from(_STATES), max_size=2))]
     for name in ("page", "pageSize"):
-        value = draw(st.sampled_from((None, None, "1", "2", "200", "0", "-1", "x", "201")))
+        value = draw(st.sampled_from((None, None, "1", "2", "200", "02", "+2", " 2", "0", "-1", "x", "201", "1.5", "")))
         if value is not None:
             params.append((name, value))
-            if value in ("0", "-1", "x", "201"):
+            if value in ("0", "-1", "x", "201", "1.5", ""):
                 variant = "bad-page"
     return Step("list", variant, params=tuple(params))
 
@@ -200,6 +212,12 @@ _RENEWS: tuple[tuple[str, Any], ...] = (
     ("epoch-int", 5),
     ("epoch-future", 1_900_000_000),
     ("garbage", "not-a-time"),
+    ("garbage", "2030-13-01T00:00:00Z"),
+    ("date-only", "2030-06-01"),
+    ("epoch-text", "1900000000"),
+    ("epoch-float", 1_900_000_000.5),
+    ("bool", True),
+    ("object", {}),
     ("null", None),
 )
 _ENDPOINTS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
@@ -210,7 +228,15 @@ _ENDPOINTS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     ("invalid-port", "0", ()),
     ("invalid-port", "70000", ()),
     ("port-not-int", "x", ()),
+    ("port-not-int", "1.5", ()),
+    ("direct-http", "8080", ()),
+    ("direct-http", "65535", ()),
+    ("direct-http", "00044772", ()),
+    ("server-proxy", "8080", (("use_server_proxy", "True"),)),
+    ("server-proxy", "44772", (("use_server_proxy", "1"),)),
+    ("direct-execd", "44772", (("use_server_proxy", "0"),)),
     ("bad-proxy-flag", "44772", (("use_server_proxy", "maybe"),)),
+    ("bad-proxy-flag", "44772", (("use_server_proxy", ""),)),
 )
 
 

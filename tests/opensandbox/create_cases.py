@@ -1,4 +1,4 @@
-"""Create requests with bad ``volumes``, ``platform`` or ``networkPolicy`` and the answers the real opensandbox-server 1.1.1 gave.
+"""Create requests with bad ``volumes``, ``platform``, ``networkPolicy`` or ``lifecycle`` and the answers the real opensandbox-server 1.1.1 gave.
 
 Measured on the real server (Docker runtime, default configuration, on the fake Docker Engine API) with the
 default create body plus the field shown; ``tests/harness/differential/test_real_server.py`` replays each case
@@ -247,6 +247,190 @@ NETWORK_POLICY_CASES: dict[str, tuple[dict[str, Any], Answer]] = {
                     },
                     {"type": "missing", "loc": [*EGRESS_0, "target"], "msg": "Field required", "input": {"action": 1}},
                 ]
+            },
+        ),
+    ),
+}
+
+
+#: ``lifecycle`` value -> the real answer: the hook models' 422s (fields in order, then unknown keys, then each
+#: model's own validator), and the Docker runtime's 400 for hooks that pass them.
+LIFECYCLE_CASES: dict[str, tuple[Any, Answer]] = {
+    "unknown-key": (
+        {"x": 1},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "extra_forbidden",
+                        "loc": ["body", "lifecycle", "x"],
+                        "msg": "Extra inputs are not permitted",
+                        "input": 1,
+                    }
+                ]
+            },
+        ),
+    ),
+    "pre-start-without-command": (
+        {"preStart": {}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "missing",
+                        "loc": ["body", "lifecycle", "preStart", "command"],
+                        "msg": "Field required",
+                        "input": {},
+                    }
+                ]
+            },
+        ),
+    ),
+    "blank-command": (
+        {"preStart": {"command": [" "]}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body", "lifecycle", "preStart"],
+                        "msg": "Value error, Lifecycle hook command must not be empty.",
+                        "input": {"command": [" "]},
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "timeout-over-10800": (
+        {"preStart": {"command": ["a"], "timeoutSeconds": 10801}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "less_than_equal",
+                        "loc": ["body", "lifecycle", "preStart", "timeoutSeconds"],
+                        "msg": "Input should be less than or equal to 10800",
+                        "input": 10801,
+                        "ctx": {"le": 10800},
+                    }
+                ]
+            },
+        ),
+    ),
+    "python-names-and-an-extra-key": (
+        {"preStart": {"command": ["a"], "timeout_seconds": "5", "y": 2}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "extra_forbidden",
+                        "loc": ["body", "lifecycle", "preStart", "y"],
+                        "msg": "Extra inputs are not permitted",
+                        "input": 2,
+                    }
+                ]
+            },
+        ),
+    ),
+    "alias-and-name-both": (
+        {"preStart": {"command": ["a"]}, "pre_start": {"command": []}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "extra_forbidden",
+                        "loc": ["body", "lifecycle", "pre_start"],
+                        "msg": "Extra inputs are not permitted",
+                        "input": {"command": []},
+                    }
+                ]
+            },
+        ),
+    ),
+    "periodic-blank-name": (
+        {"periodic": [{"name": " ", "schedule": "x", "command": ["a"]}]},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body", "lifecycle", "periodic", 0],
+                        "msg": "Value error, Periodic lifecycle hook name must not be blank.",
+                        "input": {"name": " ", "schedule": "x", "command": ["a"]},
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "periodic-names-unique-after-strip": (
+        {
+            "periodic": [
+                {"name": "a", "schedule": "s", "command": ["x"]},
+                {"name": " a ", "schedule": "s", "command": ["x"]},
+            ]
+        },
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body", "lifecycle"],
+                        "msg": "Value error, Periodic lifecycle hook names must be unique.",
+                        "input": {
+                            "periodic": [
+                                {"name": "a", "schedule": "s", "command": ["x"]},
+                                {"name": " a ", "schedule": "s", "command": ["x"]},
+                            ]
+                        },
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "periodic-fields-then-extras": (
+        {"periodic": [{"name": "a", "schedule": "s", "command": ["x"], "timeoutSeconds": 301}], "z": 1},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "less_than_equal",
+                        "loc": ["body", "lifecycle", "periodic", 0, "timeoutSeconds"],
+                        "msg": "Input should be less than or equal to 300",
+                        "input": 301,
+                        "ctx": {"le": 300},
+                    },
+                    {
+                        "type": "extra_forbidden",
+                        "loc": ["body", "lifecycle", "z"],
+                        "msg": "Extra inputs are not permitted",
+                        "input": 1,
+                    },
+                ]
+            },
+        ),
+    ),
+    "valid-hooks": (
+        {
+            "preStart": {"command": ["a"], "timeoutSeconds": 5},
+            "periodic": [{"name": "a", "schedule": "* * * * *", "command": ["x"]}],
+        },
+        (
+            400,
+            {
+                "code": "SANDBOX::INVALID_PARAMETER",
+                "message": "lifecycle hooks are not supported by the Docker provider.",
             },
         ),
     ),

@@ -23,6 +23,7 @@ from typing import Any
 from contracts.opensandbox import NetworkPolicy, PolicyError
 from mockserver.core import ApiError
 
+from .hooks import check_lifecycle
 from .validation import CREATE_FIELDS, Checker, value_error
 from .volumes import check_volumes, validate_volumes
 
@@ -221,8 +222,7 @@ def _check_fields(check: Checker, data: dict[str, Any]) -> None:
         check.str_map(data["env"], ["body", "env"], nullable_values=True)
     if data.get("metadata") is not None:
         check.str_map(data["metadata"], ["body", "metadata"])
-    if data.get("lifecycle") is not None:
-        check.obj(data["lifecycle"], ["body", "lifecycle"])
+    check_lifecycle(check, data.get("lifecycle"), ["body", "lifecycle"])
     if data.get("entrypoint") is not None:
         check.str_list(data["entrypoint"], ["body", "entrypoint"], min_items=1)
     check_policy_fields(check, data.get("networkPolicy"), ["body", "networkPolicy"])

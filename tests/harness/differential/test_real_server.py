@@ -22,6 +22,7 @@ from harness.differential.real_server import RealOpenSandboxServer, strip_execd_
 from tests.opensandbox.create_cases import (
     ACCEPTED_VOLUMES,
     ECHOED_PLATFORM,
+    LIFECYCLE_CASES,
     NETWORK_POLICY_CASES,
     PLATFORM_CASES,
     VOLUME_CASES,
@@ -342,6 +343,14 @@ def test_network_policies_without_an_egress_image(api: httpx.Client, case: str) 
     """Check a ``networkPolicy``'s shape (422), then refuse any policy: no egress sidecar image is configured."""
     fields, (status, body) = NETWORK_POLICY_CASES[case]
     resp = api.post("/sandboxes", json={**CREATE_BODY, **fields})
+    assert (resp.status_code, resp.json()) == (status, body)
+
+
+@pytest.mark.parametrize("case", sorted(LIFECYCLE_CASES))
+def test_lifecycle_hooks(api: httpx.Client, case: str) -> None:
+    """Check ``lifecycle`` against the hook models (422), then refuse hooks on Docker (400)."""
+    hooks, (status, body) = LIFECYCLE_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, "lifecycle": hooks})
     assert (resp.status_code, resp.json()) == (status, body)
 
 

@@ -1,4 +1,4 @@
-"""Create-body ``volumes``, ``platform`` and ``networkPolicy`` checks against what the real 1.1.1 server answered."""
+"""Create-body ``volumes``, ``platform``, ``networkPolicy`` and ``lifecycle`` checks against what the real 1.1.1 server answered."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ..create_cases import (
     ACCEPTED_VOLUMES,
     BODY,
     ECHOED_PLATFORM,
+    LIFECYCLE_CASES,
     NETWORK_POLICY_CASES,
     NO_EGRESS_IMAGE,
     PLATFORM_CASES,
@@ -102,3 +103,9 @@ def test_an_egress_image_lets_a_policy_through() -> None:
     policy = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "pypi.org"}]}
     assert answer({**BODY, "networkPolicy": policy}, ServerConfig())[0] == 202
     assert answer({**BODY, "networkPolicy": policy}, ServerConfig(egress_image=False)) == NO_EGRESS_IMAGE
+
+
+@pytest.mark.parametrize("case", sorted(LIFECYCLE_CASES))
+def test_lifecycle_hooks_are_checked_as_the_real_server_checks_them(case: str) -> None:
+    hooks, expected = LIFECYCLE_CASES[case]
+    assert answer({**BODY, "lifecycle": hooks}) == expected

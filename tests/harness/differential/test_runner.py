@@ -10,6 +10,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -427,3 +428,9 @@ def test_relative_times_and_deviation_matching() -> None:
     assert not f10.covers("endpoint:invalid-port", "status", "400 -> 200")
     assert not f10.covers("get:valid", "status", "400 -> 404")
     assert "| `endpoint:direct*` | `body.endpoint` |" in deviations_markdown()
+
+
+def test_findings_page_lists_every_deviation() -> None:
+    """docs/differential-findings.md carries the deviation table exactly as the runner uses it."""
+    page = Path(__file__).resolve().parents[3] / "docs" / "differential-findings.md"
+    assert deviations_markdown() in page.read_text(encoding="utf-8")

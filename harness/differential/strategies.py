@@ -143,8 +143,10 @@ _FIELDS = (
     "platform",
     "volumes",
     "lifecycle",
+    "credentialProxy",
+    "templateId",
 )
-_ODD_VALUES: tuple[Any, ...] = (None, 0, -1, 1.5, "", "x", True, [], ["x"], {}, {"x": "y"}, {"x": 1}, [{}])
+_ODD_VALUES: tuple[Any, ...] = (None, 0, -1, 2.0, 1.5, "", "x", "y", True, [], ["x"], {}, {"x": "y"}, {"x": 1}, [{}])
 
 
 @st.composite

@@ -1,4 +1,4 @@
-"""Create requests with bad ``volumes``, ``platform``, ``networkPolicy`` or ``lifecycle`` and the answers the real opensandbox-server 1.1.1 gave.
+"""Create requests with bad ``volumes``, ``platform``, ``networkPolicy``, ``lifecycle`` or ``secureAccess`` and the answers the real opensandbox-server 1.1.1 gave.
 
 Measured on the real server (Docker runtime, default configuration, on the fake Docker Engine API) with the
 default create body plus the field shown; ``tests/harness/differential/test_real_server.py`` replays each case
@@ -431,6 +431,354 @@ LIFECYCLE_CASES: dict[str, tuple[Any, Answer]] = {
             {
                 "code": "SANDBOX::INVALID_PARAMETER",
                 "message": "lifecycle hooks are not supported by the Docker provider.",
+            },
+        ),
+    ),
+}
+
+#: ``secureAccess`` value -> the real status, and the 422's error type. pydantic's lax booleans: 0/1, 0.0/1.0 and
+#: the words on/off, t/f, true/false, y/n, yes/no, 1/0 in any case; another whole number or word is ``bool_parsing``,
+#: and anything else (null, 1.5, a list) is ``bool_type``. The field is a plain bool with a default, so null is refused. A true value is then
+#: the Docker runtime's 400.
+SECURE_ACCESS_CASES: dict[str, tuple[Any, int, str | None]] = {
+    "null": (None, 422, "bool_type"),
+    "int-minus-one": (-1, 422, "bool_parsing"),
+    "int-two": (2, 422, "bool_parsing"),
+    "float-fraction": (1.5, 422, "bool_type"),
+    "float-two": (2.0, 422, "bool_parsing"),
+    "float-one": (1.0, 400, None),
+    "float-zero": (0.0, 202, None),
+    "int-zero": (0, 202, None),
+    "word-y": ("y", 400, None),
+    "word-T": ("T", 400, None),
+    "word-f": ("f", 202, None),
+    "word-No": ("No", 202, None),
+    "word-padded": (" true", 422, "bool_parsing"),
+    "word-maybe": ("maybe", 422, "bool_parsing"),
+    "list": ([], 422, "bool_type"),
+}
+
+
+#: Create bodies in template mode (``templateId``), with ``credentialProxy`` or in pool mode -> the real answer
+#: (``"<created>"`` for a 202): the body model's validator in its order, then the Docker runtime's checks.
+MODE_CASES: dict[str, tuple[dict[str, Any], tuple[int, Any]]] = {
+    "template-only": (
+        {"templateId": "t", "timeout": 600},
+        (400, {"code": "DOCKER::INVALID_ENTRYPOINT", "message": "Entrypoint must contain at least one command."}),
+    ),
+    "template-no-timeout": (
+        {"templateId": "t"},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body"],
+                        "msg": "Value error, timeout is required when templateId is provided.",
+                        "input": {"templateId": "t"},
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "template-blank": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "templateId": " ",
+        },
+        (202, "<created>"),
+    ),
+    "template-empty": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "templateId": "",
+        },
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "string_too_short",
+                        "loc": ["body", "templateId"],
+                        "msg": "String should have at least 1 character",
+                        "input": "",
+                        "ctx": {"min_length": 1},
+                    }
+                ]
+            },
+        ),
+    ),
+    "template-with-meta-env": (
+        {"templateId": "t", "timeout": 600, "env": {}, "metadata": {"a": "b"}, "secureAccess": False},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body"],
+                        "msg": "Value error, templateId cannot be combined with: env; the workload shape is fixed by the template's golden image.",
+                        "input": {
+                            "templateId": "t",
+                            "timeout": 600,
+                            "env": {},
+                            "metadata": {"a": "b"},
+                            "secureAccess": False,
+                        },
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "template-secure": (
+        {"templateId": "t", "timeout": 600, "secureAccess": True, "extensions": {"poolRef": "p"}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body"],
+                        "msg": "Value error, templateId cannot be combined with: secureAccess; the workload shape is fixed by the template's golden image.",
+                        "input": {
+                            "templateId": "t",
+                            "timeout": 600,
+                            "secureAccess": True,
+                            "extensions": {"poolRef": "p"},
+                        },
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "template-bad-label": (
+        {"templateId": "t", "timeout": 600, "metadata": {"a": "b c"}},
+        (400, {"code": "DOCKER::INVALID_ENTRYPOINT", "message": "Entrypoint must contain at least one command."}),
+    ),
+    "template-env-reserved": (
+        {"templateId": "t", "env": {"OPENSANDBOX_LIFECYCLE": "x"}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body"],
+                        "msg": "Value error, Environment variable 'OPENSANDBOX_LIFECYCLE' is reserved. Use the lifecycle request field instead.",
+                        "input": {"templateId": "t", "env": {"OPENSANDBOX_LIFECYCLE": "x"}},
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "cp-enabled-no-policy": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "credentialProxy": {"enabled": True},
+        },
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body"],
+                        "msg": "Value error, credentialProxy.enabled requires networkPolicy.",
+                        "input": {
+                            "image": {"uri": "python:3.11"},
+                            "timeout": 600,
+                            "resourceLimits": {"cpu": "1"},
+                            "entrypoint": ["x"],
+                            "credentialProxy": {"enabled": True},
+                        },
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "cp-enabled-policy": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "credentialProxy": {"enabled": True},
+            "networkPolicy": {},
+        },
+        (
+            400,
+            {
+                "code": "SANDBOX::INVALID_PARAMETER",
+                "message": "egress.image must be configured when networkPolicy is provided.",
+            },
+        ),
+    ),
+    "cp-disabled": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "credentialProxy": {"enabled": False, "x": 1},
+        },
+        (202, "<created>"),
+    ),
+    "cp-null-enabled": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "credentialProxy": {"enabled": None},
+        },
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "bool_type",
+                        "loc": ["body", "credentialProxy", "enabled"],
+                        "msg": "Input should be a valid boolean",
+                        "input": None,
+                    }
+                ]
+            },
+        ),
+    ),
+    "cp-empty": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "credentialProxy": {},
+        },
+        (202, "<created>"),
+    ),
+    "cp-null": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "credentialProxy": None,
+        },
+        (202, "<created>"),
+    ),
+    "pool-no-image": (
+        {"timeout": 600, "extensions": {"poolRef": "p"}},
+        (
+            400,
+            {
+                "code": "SANDBOX::UNSUPPORTED_POOL_REF",
+                "message": "poolRef is not supported by the Docker provider. Use Kubernetes BatchSandbox provider instead.",
+            },
+        ),
+    ),
+    "pool-lifecycle": (
+        {"timeout": 600, "extensions": {"poolRef": "p"}, "lifecycle": {}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body"],
+                        "msg": "Value error, lifecycle cannot be used together with poolRef.",
+                        "input": {"timeout": 600, "extensions": {"poolRef": "p"}, "lifecycle": {}},
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "pool-snapshot": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "extensions": {"poolRef": "p"},
+            "snapshotId": "s",
+        },
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body"],
+                        "msg": "Value error, snapshotId cannot be used together with poolRef.",
+                        "input": {
+                            "image": {"uri": "python:3.11"},
+                            "timeout": 600,
+                            "resourceLimits": {"cpu": "1"},
+                            "entrypoint": ["x"],
+                            "extensions": {"poolRef": "p"},
+                            "snapshotId": "s",
+                        },
+                        "ctx": {"error": {}},
+                    }
+                ]
+            },
+        ),
+    ),
+    "pool-blank-snapshot": (
+        {"extensions": {"poolRef": "p"}, "snapshotId": " "},
+        (
+            400,
+            {
+                "code": "SANDBOX::UNSUPPORTED_POOL_REF",
+                "message": "poolRef is not supported by the Docker provider. Use Kubernetes BatchSandbox provider instead.",
+            },
+        ),
+    ),
+    "pool-cp-enabled": (
+        {
+            "image": {"uri": "python:3.11"},
+            "timeout": 600,
+            "resourceLimits": {"cpu": "1"},
+            "entrypoint": ["x"],
+            "extensions": {"poolRef": "p"},
+            "credentialProxy": {"enabled": True},
+        },
+        (
+            400,
+            {
+                "code": "SANDBOX::UNSUPPORTED_POOL_REF",
+                "message": "poolRef is not supported by the Docker provider. Use Kubernetes BatchSandbox provider instead.",
+            },
+        ),
+    ),
+    "cp-enabled-no-image": (
+        {"credentialProxy": {"enabled": True}},
+        (
+            422,
+            {
+                "detail": [
+                    {
+                        "type": "value_error",
+                        "loc": ["body"],
+                        "msg": "Value error, credentialProxy.enabled requires networkPolicy.",
+                        "input": {"credentialProxy": {"enabled": True}},
+                        "ctx": {"error": {}},
+                    }
+                ]
             },
         ),
     ),

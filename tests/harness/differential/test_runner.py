@@ -39,6 +39,7 @@ from harness.differential.runner import (
     create_body,
     difference_values,
 )
+from harness.differential.strategies import HUGE_CREATE
 from mockserver.asgi.server import MockServer
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
@@ -434,3 +435,12 @@ def test_findings_page_lists_every_deviation() -> None:
     """docs/differential-findings.md carries the deviation table exactly as the runner uses it."""
     page = Path(__file__).resolve().parents[3] / "docs" / "differential-findings.md"
     assert deviations_markdown() in page.read_text(encoding="utf-8")
+
+
+def test_huge_create_body_is_the_listed_choice(runner: DifferentialRunner) -> None:
+    """A create body over 1 MiB: the real server creates the sandbox, the mock answers 413, as listed."""
+    result = runner.run(Program("huge-body", (HUGE_CREATE, Step("list"))))
+    assert result.ok, result.report()
+    [difference] = result.comparisons[0].differences
+    assert (difference.path, difference.real, difference.candidate) == ("status", 202, 413)
+    assert difference.deviation is not None and difference.deviation.operation == "create:huge-body"

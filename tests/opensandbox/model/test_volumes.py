@@ -1,4 +1,4 @@
-"""Create-body ``volumes``, ``platform``, ``networkPolicy`` and ``lifecycle`` checks against what the real 1.1.1 server answered."""
+"""Create-body ``volumes``, ``platform``, ``networkPolicy``, ``lifecycle`` and ``secureAccess`` checks against what the real 1.1.1 server answered."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from ..create_cases import (
     BODY,
     ECHOED_PLATFORM,
     LIFECYCLE_CASES,
+    MODE_CASES,
     NETWORK_POLICY_CASES,
     NO_EGRESS_IMAGE,
     PLATFORM_CASES,
+    SECURE_ACCESS_CASES,
     VOLUME_CASES,
     Answer,
     volume,
@@ -109,3 +111,19 @@ def test_an_egress_image_lets_a_policy_through() -> None:
 def test_lifecycle_hooks_are_checked_as_the_real_server_checks_them(case: str) -> None:
     hooks, expected = LIFECYCLE_CASES[case]
     assert answer({**BODY, "lifecycle": hooks}) == expected
+
+
+@pytest.mark.parametrize("case", sorted(SECURE_ACCESS_CASES))
+def test_secure_access_reads_booleans_as_the_real_server(case: str) -> None:
+    value, status, kind = SECURE_ACCESS_CASES[case]
+    got, body = answer({**BODY, "secureAccess": value})
+    assert got == status
+    if kind is not None:
+        assert [(e["type"], e["loc"]) for e in body["detail"]] == [(kind, ["body", "secureAccess"])]
+
+
+@pytest.mark.parametrize("case", sorted(MODE_CASES))
+def test_template_pool_and_credential_proxy_modes_as_the_real_server(case: str) -> None:
+    body, (status, expected) = MODE_CASES[case]
+    got, answered = answer(body, ServerConfig(egress_image=False))  # the real server's configuration
+    assert (got, answered if got != 202 else "<created>") == (status, expected)

@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMP := $(VENV)/.sandproof-installed
+BASE_STAMP := $(VENV)/.sandproof-base-installed
 NEMO_STAMP := $(VENV)/.nemo-gym-installed
 OSS_VENV := .venv-oss
 OSS_STAMP := $(OSS_VENV)/.installed
@@ -20,6 +21,11 @@ $(VENV)/bin/python:
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PIP) install --upgrade pip
 	$(PIP) install -e '.[dev]'
+	touch $@ $(BASE_STAMP)
+
+# Serving needs only the base install (starlette, uvicorn, httpx, ...), not the dev toolchain.
+$(BASE_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PIP) install -e .
 	touch $@
 
 # NeMo Gym 0.7.0 declares Python >= 3.13.14; its sandbox layer runs on 3.11 (see docs/sources/reference/nemo-gym.md).
@@ -54,8 +60,10 @@ system-deps:
 		echo "missing system packages:$$missing (no apt-get, or not root): the tests that need them skip"; \
 	fi
 
-serve: $(STAMP)
-	$(VENV)/bin/sandproof serve
+# `make serve ARGS="--runtime linux --tensorlake-port 9000"`: any `sandproof serve` options (sandproof serve --help).
+ARGS ?=
+serve: $(BASE_STAMP)
+	$(VENV)/bin/sandproof serve $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -6,12 +6,13 @@ stopped, and prints the ``export`` lines of their SDK environment.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import shlex
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -21,6 +22,7 @@ from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
 from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 
 if TYPE_CHECKING:
+    from mockserver.asgi.server import MockServer
     from mockserver.service import HttpMock
 
 __all__ = [
@@ -39,6 +41,12 @@ TENSORLAKE_PORT = 8911
 OPENSANDBOX_PORT = 8080
 #: Seconds a connection may take to send a request head (see :mod:`mockserver.asgi.connections`).
 DEFAULT_HEADER_TIMEOUT = 10.0
+#: Seconds an idle keep-alive connection stays open.
+DEFAULT_KEEP_ALIVE = 5.0
+#: Live sandboxes (both providers together) ``--runtime linux`` holds unless told otherwise: the 2-core,
+#: 24 GB development machine held them with ``sleep 600`` in each (3 fds and 3.4 MB each) and kept answering
+#: (see docs/runtime.md, "Capacity"). The emulator has no limit unless given one.
+DEFAULT_LINUX_MAX_SANDBOXES = 1000
 
 
 @dataclass
@@ -52,12 +60,15 @@ class ServeOptions:
     state_file: str | None = None
     seed: int | None = None
     clock: ClockMode = "wall"
-    keep_alive: float = 5.0
+    keep_alive: float = DEFAULT_KEEP_ALIVE
     max_connections: int | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     admin_token: str | None = None
     execd_token: str | None = None
     runtime: str = "emulator"
+    scenarios: Sequence[str] = field(default_factory=tuple)
+    max_sandboxes: int | None = None
+    opensandbox_egress_mode: str = "dns"
 
 
 class ServeError(ValueError):
@@ -79,19 +90,29 @@ def build_mocks(
     seed: int | None,
     clock_mode: ClockMode,
     api_keys: Sequence[str] = (),
+    provider_keys: Mapping[str, Sequence[str]] | None = None,
     admin_token: str | None = None,
     execd_token: str | None = None,
     runtime: str = "emulator",
+    max_sandboxes: int | None = None,
+    opensandbox_egress_mode: str = "dns",
 ) -> dict[str, HttpMock]:
     """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
+
+    ``provider_keys`` adds keys one provider alone accepts (a scenario's ``api_keys``).
 
     By default any non-empty key is accepted, each key its own tenant (project); several pinned keys are
     each their own tenant. ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox
     endpoints carry and execd require ``X-EXECD-ACCESS-TOKEN``. ``runtime`` is ``emulator`` (default) or
     ``linux`` (real processes; :class:`ServeError` with the one requirements message where it cannot run).
+    ``max_sandboxes`` caps the live sandboxes of both mocks together (None: :data:`DEFAULT_LINUX_MAX_SANDBOXES`
+    on linux, no cap on the emulator); past it a create gets the provider's capacity error.
+    ``opensandbox_egress_mode`` is the OpenSandbox server's ``[egress] mode``: ``dns`` or ``dns+nft``.
     """
+    from mockserver.core.capacity import Capacity
     from mockserver.opensandbox import OpenSandboxMock
     from mockserver.opensandbox.model.auth import pinned_keys
+    from mockserver.opensandbox.model.config import ENFORCEMENT_MODES
     from mockserver.tensorlake import TensorLakeMock
 
     def clock() -> VirtualClock:
@@ -102,6 +123,10 @@ def build_mocks(
     keys = list(api_keys)
     if runtime not in ("emulator", "linux"):
         raise ServeError(f"--runtime must be emulator or linux, got {runtime!r}")
+    if max_sandboxes is not None and max_sandboxes < 1:
+        raise ServeError(f"--max-sandboxes must be 1 or more, got {max_sandboxes}")
+    if opensandbox_egress_mode not in ENFORCEMENT_MODES:
+        raise ServeError(f"--opensandbox-egress-mode must be dns or dns+nft, got {opensandbox_egress_mode!r}")
     if runtime == "linux":
         from mockserver.linux.requirements import check_requirements
 
@@ -109,9 +134,23 @@ def build_mocks(
         if not report.ok:
             raise ServeError(report.message())
     chosen: Literal["emulator", "linux"] = "linux" if runtime == "linux" else "emulator"
-    tensorlake = TensorLakeMock(seed=seed, clock=clock(), api_keys=keys or None, runtime=chosen)
+    if max_sandboxes is None and chosen == "linux":
+        max_sandboxes = DEFAULT_LINUX_MAX_SANDBOXES
+    capacity = Capacity(max_sandboxes)
+    extra = provider_keys or {}
+    tensorlake_keys = [*keys, *extra.get("tensorlake", ())]
+    opensandbox_keys = [*keys, *extra.get("opensandbox", ())]
+    tensorlake = TensorLakeMock(
+        seed=seed, clock=clock(), api_keys=tensorlake_keys or None, runtime=chosen, capacity=capacity
+    )
     opensandbox = OpenSandboxMock(
-        seed=seed, clock=clock(), api_key=pinned_keys(keys), execd_token=execd_token, runtime=chosen
+        seed=seed,
+        clock=clock(),
+        api_key=pinned_keys(opensandbox_keys),
+        execd_token=execd_token,
+        enforcement_mode=opensandbox_egress_mode,
+        runtime=chosen,
+        capacity=capacity,
     )
     mocks: dict[str, HttpMock] = {"tensorlake": tensorlake, "opensandbox": opensandbox}
     for mock in mocks.values():
@@ -128,8 +167,11 @@ def env_lines(host: str, tensorlake_port: int, opensandbox_port: int, api_key: s
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
 
 
-def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
-    """Return the exact ``sandproof env`` command that matches a server on ``host`` and those ports."""
+def env_command(host: str, tensorlake_port: int, opensandbox_port: int, api_key: str | None = None) -> str:
+    """Return the exact ``sandproof env`` command that matches a server on ``host`` and those ports.
+
+    ``api_key`` is added as ``--api-key`` when the server pins its keys (the default key would then get 401).
+    """
     parts = ["sandproof", "env"]
     if host != "127.0.0.1":
         parts += ["--host", host]
@@ -137,29 +179,76 @@ def env_command(host: str, tensorlake_port: int, opensandbox_port: int) -> str:
         parts += ["--tensorlake-port", str(tensorlake_port)]
     if opensandbox_port != OPENSANDBOX_PORT:
         parts += ["--opensandbox-port", str(opensandbox_port)]
+    if api_key is not None and api_key != DEFAULT_API_KEY:
+        parts += ["--api-key", api_key]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+#: The command-line option that sets each mock's port, named when a port is taken.
+PORT_OPTIONS = {"tensorlake": "--tensorlake-port", "opensandbox": "--opensandbox-port"}
+
+
+def _advertised_key(options: ServeOptions, mocks: Mapping[str, HttpMock]) -> str | None:
+    """Return the key the banner's ``env`` line should carry: the first key both mocks accept, or None for any."""
+    if options.api_keys:
+        return options.api_keys[0]
+    pinned = [mock.pinned_keys() for mock in mocks.values()]
+    common = [key for key in (pinned[0] or []) if all(p is None or key in p for p in pinned[1:])]
+    if common:
+        return common[0]
+    return next((keys[0] for keys in pinned if keys), None)
+
+
+def _start(server: MockServer, name: str, port: int) -> None:
+    """Bind and start one mock's server; a taken or forbidden port is a :class:`ServeError` naming its option."""
+    try:
+        server.start(wait=False)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"port {port} on {server.host} is already in use ({name} mock): "
+                f"choose another with {PORT_OPTIONS[name]} PORT, or stop what listens there"
+            ) from exc
+        raise ServeError(f"cannot listen on {server.host}:{port} for the {name} mock: {exc.strerror or exc}") from exc
 
 
 def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given.
 
     With a state file, every request's changes are committed to it (SQLite, see :mod:`mockserver.state_db`)
-    before its response goes out; a JSON state file of an older version is imported first.
+    before its response goes out; a JSON state file of an older version is imported first. The soft limit
+    of open files is raised to the hard limit first (connections and the linux runtime's sandboxes use them).
     """
     from mockserver.asgi.server import MockServer
+    from mockserver.linux.fdlimit import raise_soft_limit
 
     if not is_loopback(options.host) and not options.admin_token:
         raise ServeError(
             f"--host {options.host} exposes the /_mock admin API (it resets state and lists API keys) beyond "
             "this machine: give --admin-token TOKEN, or bind a loopback address"
         )
+    from mockserver.scenario import ScenarioError, load_scenarios
+
+    if options.scenarios and options.state_file:
+        raise ServeError(
+            "--scenario and --state-file do not go together: a scenario starts the mocks the same way every time, "
+            "a state file where they stopped; choose one"
+        )
+    try:
+        scenarios = load_scenarios(options.scenarios)
+    except ScenarioError as exc:
+        raise ServeError(str(exc)) from exc
+    soft, hard = raise_soft_limit()
     mocks = build_mocks(
         seed=options.seed,
         clock_mode=options.clock,
         api_keys=options.api_keys,
+        provider_keys={name: scenarios.api_keys(name) for name in ("tensorlake", "opensandbox")},
         admin_token=options.admin_token,
         execd_token=options.execd_token,
         runtime=options.runtime,
+        max_sandboxes=options.max_sandboxes,
+        opensandbox_egress_mode=options.opensandbox_egress_mode,
     )
     store = None
     apps = {name: mock.app for name, mock in mocks.items()}
@@ -175,6 +264,12 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         if opened:
             out(opened)
         apps = {name: CommitBeforeSend(mock.app, store.commit, mock.touched_by_request) for name, mock in mocks.items()}
+    try:
+        scenarios.before_serving(mocks)
+    except ScenarioError as exc:
+        for mock in mocks.values():
+            mock.close()
+        raise ServeError(str(exc)) from exc
     ports = {"tensorlake": options.tensorlake_port, "opensandbox": options.opensandbox_port}
     servers = {
         name: MockServer(
@@ -188,18 +283,29 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         for name, mock in mocks.items()
     }
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        for server in servers.values():
-            server.start(wait=False)  # both start at once
+        for name, server in servers.items():
+            _start(server, name, ports[name])  # both start at once
         for name, server in servers.items():
             server.wait_started()
             out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
-        command = env_command(options.host, servers["tensorlake"].port, servers["opensandbox"].port)
+        limit = options.max_sandboxes or (DEFAULT_LINUX_MAX_SANDBOXES if options.runtime == "linux" else None)
+        cap = "no cap on" if limit is None else f"at most {limit}"
+        out(f"{'sandboxes':<12} {cap} live sandboxes (both APIs together); open files limit {soft} (hard {hard})")
+        try:
+            for line in scenarios.once_serving(mocks, {n: s.url for n, s in servers.items()}, options.execd_token):
+                out(line)
+        except ScenarioError as exc:
+            raise ServeError(str(exc)) from exc
+        command = env_command(
+            options.host, servers["tensorlake"].port, servers["opensandbox"].port, _advertised_key(options, mocks)
+        )
         out(f'point the SDKs at these mocks with: eval "$({command})"; Ctrl-C stops')
         stop.wait()
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         for server in servers.values():
             server.stop()
         if store is not None:

@@ -23,53 +23,101 @@ def missing_harness() -> list[str]:
     return [name for name in HARNESS_MODULES if importlib.util.find_spec(name) is None]
 
 
+def _serve_options(cmd: argparse.ArgumentParser) -> None:
+    """Add ``serve``'s own options to ``cmd``; every help text names the default."""
+    from mockserver.serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LINUX_MAX_SANDBOXES
+
+    cmd.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        help="accept only this key (repeatable; default: any non-empty key, each its own tenant)",
+    )
+    cmd.add_argument("--state-file", help="keep state in this SQLite file across restarts (default: in memory)")
+    cmd.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="start in this scenario (JSON or TOML: keys, faults, DNS, clock, seed sandboxes; repeatable, one file "
+        "a provider; GET /_mock/scenario exports one; see docs/scenarios.md) (default: none)",
+    )
+    cmd.add_argument("--seed", type=int, default=None, help="make ids deterministic (default: random ids)")
+    cmd.add_argument(
+        "--clock", choices=["wall", "manual", "auto"], default="wall", help="virtual clock mode (default: %(default)s)"
+    )
+    cmd.add_argument(
+        "--keep-alive", type=float, default=DEFAULT_KEEP_ALIVE, help="idle keep-alive seconds (default: %(default)s)"
+    )
+    cmd.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="open connections per mock; over it the longest-idle are closed (default: what the fd limit allows)",
+    )
+    cmd.add_argument(
+        "--admin-token",
+        default=None,
+        help="require this token on /_mock (needed off loopback; default: none, /_mock open on loopback)",
+    )
+    cmd.add_argument(
+        "--execd-token",
+        default=None,
+        help="OpenSandbox execd requires X-EXECD-ACCESS-TOKEN with this value (default: no token required)",
+    )
+    cmd.add_argument(
+        "--runtime",
+        choices=["emulator", "linux"],
+        default="emulator",
+        help="what runs the sandboxes: the command emulator or real programs in Linux namespaces "
+        "(needs root, bubblewrap, nftables, iproute2; see docs/runtime.md) (default: %(default)s)",
+    )
+    cmd.add_argument(
+        "--max-sandboxes",
+        type=int,
+        default=None,
+        help="live sandboxes both APIs may hold together; past it a create gets the provider's capacity error "
+        f"(TensorLake no_capacity, OpenSandbox 429 POOL_CAPACITY_EXHAUSTED) (default: {DEFAULT_LINUX_MAX_SANDBOXES} "
+        "with --runtime linux, no cap with the emulator)",
+    )
+    cmd.add_argument(
+        "--opensandbox-egress-mode",
+        choices=["dns", "dns+nft"],
+        default="dns",
+        help="the OpenSandbox egress sidecar's mode, the real server's [egress] mode: dns (names only) or dns+nft "
+        "(also enforced on IP addresses) (default: %(default)s)",
+    )
+    cmd.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT,
+        help="seconds a connection may take to send a request head before it is closed (default: %(default)s)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     """Return the command-line parser (``check`` parses its own arguments)."""
+    from mockserver.core.environment import DEFAULT_API_KEY
     from mockserver.serve import OPENSANDBOX_PORT, TENSORLAKE_PORT
 
     top = argparse.ArgumentParser(prog="sandproof", description=__doc__.splitlines()[0])
     sub = top.add_subparsers(dest="command", required=True)
     for name, helptext in (("serve", "run both mocks until interrupted"), ("env", "print SDK env exports")):
-        cmd = sub.add_parser(name, help=helptext)
-        cmd.add_argument("--host", default="127.0.0.1", help="address to bind / advertise (default 127.0.0.1)")
-        cmd.add_argument("--tensorlake-port", type=int, default=TENSORLAKE_PORT, help="TensorLake mock port")
-        cmd.add_argument("--opensandbox-port", type=int, default=OPENSANDBOX_PORT, help="OpenSandbox mock port")
+        cmd = sub.add_parser(name, help=helptext, description=f"sandproof {name}: {helptext}.")
+        cmd.add_argument("--host", default="127.0.0.1", help="address to bind / advertise (default: %(default)s)")
+        cmd.add_argument(
+            "--tensorlake-port", type=int, default=TENSORLAKE_PORT, help="TensorLake mock port (default: %(default)s)"
+        )
+        cmd.add_argument(
+            "--opensandbox-port",
+            type=int,
+            default=OPENSANDBOX_PORT,
+            help="OpenSandbox mock port (default: %(default)s)",
+        )
         if name == "serve":
-            cmd.add_argument(
-                "--api-key",
-                action="append",
-                default=[],
-                help="accept only this key (repeatable); by default any non-empty key is accepted",
-            )
-            cmd.add_argument("--state-file", help="keep state in this file across restarts")
-            cmd.add_argument("--seed", type=int, default=None, help="make ids deterministic")
-            cmd.add_argument("--clock", choices=["wall", "manual", "auto"], default="wall", help="virtual clock mode")
-            cmd.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive seconds")
-            cmd.add_argument(
-                "--max-connections",
-                type=int,
-                default=None,
-                help="open connections per mock; over it the longest-idle are closed (default: fits the fd limit)",
-            )
-            cmd.add_argument("--admin-token", default=None, help="require this token on /_mock (needed off loopback)")
-            cmd.add_argument(
-                "--execd-token", default=None, help="OpenSandbox execd requires X-EXECD-ACCESS-TOKEN with this value"
-            )
-            cmd.add_argument(
-                "--runtime",
-                choices=["emulator", "linux"],
-                default="emulator",
-                help="what runs the sandboxes: the command emulator (default) or real programs in Linux "
-                "namespaces (needs root, bubblewrap, nftables, iproute2; see docs/runtime.md)",
-            )
-            cmd.add_argument(
-                "--header-timeout",
-                type=float,
-                default=10.0,
-                help="seconds a connection may take to send a request head before it is closed",
-            )
+            _serve_options(cmd)
         else:
-            cmd.add_argument("--api-key", default=None, help="the key the SDKs send (default sandproof-key)")
+            cmd.add_argument("--api-key", default=None, help=f"the key the SDKs send (default: {DEFAULT_API_KEY})")
     sub.add_parser("check", help="run the contract suite against a target (sandproof check --help)", add_help=False)
     sub.add_parser("record", help="record a server's traffic into a cassette (sandproof record --help)", add_help=False)
     sub.add_parser("replay", help="replay cassettes against a target (sandproof replay --help)", add_help=False)
@@ -114,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin_token=args.admin_token,
             execd_token=args.execd_token,
             runtime=args.runtime,
+            scenarios=tuple(args.scenario),
+            max_sandboxes=args.max_sandboxes,
+            opensandbox_egress_mode=args.opensandbox_egress_mode,
         )
         try:
             return serve(options, out=lambda line: print(line, flush=True))

@@ -11,6 +11,8 @@ the method (``POST /_mock/faults/catalogue/{name}``). A refused call arms nothin
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import inspect
 import types
 import typing
@@ -25,6 +27,8 @@ __all__ = ["FaultParam", "NamedFault", "arm", "catalogue_of", "describe", "named
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__sandproof_fault__"
+#: Set while a named fault runs, so a fault that calls another is named after the one that was asked for.
+_ARMING: contextvars.ContextVar[bool] = contextvars.ContextVar("sandproof_arming_fault", default=False)
 _TYPES: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object"}
 
 
@@ -92,11 +96,29 @@ class _Mark:
 
 
 def named_fault(sdk_reaction: str, **params: str) -> Callable[[F], F]:
-    """Mark a catalogue method as a named fault; ``params`` describe its parameters by name."""
+    """Mark a catalogue method as a named fault; ``params`` describe its parameters by name.
+
+    The rules the method adds carry the fault's name (the method's), unless the method named them itself, so
+    ``GET /_mock/faults`` and the journal say which catalogue fault fired, however it was armed.
+    """
 
     def mark(method: F) -> F:
-        setattr(method, _MARK, _Mark(sdk_reaction, params))
-        return method
+        @functools.wraps(method)
+        def named(*args: Any, **kwargs: Any) -> Any:
+            if _ARMING.get():  # a fault built on another: the outermost names the rules
+                return method(*args, **kwargs)
+            token = _ARMING.set(True)
+            try:
+                result = method(*args, **kwargs)
+            finally:
+                _ARMING.reset(token)
+            for rule in _armed(result):
+                if rule.name in ("", rule.action, f"{rule.action}:{rule.status}"):
+                    rule.name = method.__name__
+            return result
+
+        setattr(named, _MARK, _Mark(sdk_reaction, params))
+        return typing.cast(F, named)
 
     return mark
 
@@ -146,12 +168,14 @@ def describe(faults: Mapping[str, NamedFault]) -> dict[str, Any]:
     return {"faults": [fault.to_json() for fault in faults.values()]}
 
 
+def _armed(result: Any) -> list[FaultRule]:
+    """Return the fault rules among what a fault method returned (a rule, a list of them, or anything else)."""
+    rules = [result] if isinstance(result, FaultRule) else list(result) if isinstance(result, list | tuple) else []
+    return [r for r in rules if isinstance(r, FaultRule)]
+
+
 def _rules(result: Any) -> list[dict[str, Any]]:
-    if isinstance(result, FaultRule):
-        return [result.to_json()]
-    if isinstance(result, list | tuple):
-        return [r.to_json() for r in result if isinstance(r, FaultRule)]
-    return []
+    return [r.to_json() for r in _armed(result)]
 
 
 def arm(faults: Mapping[str, NamedFault], name: str, body: Any) -> dict[str, Any]:

@@ -83,9 +83,9 @@ class AdminClient:
         result: dict[str, Any] = self._call("POST", "/faults", rule)
         return result
 
-    def faults(self) -> list[dict[str, Any]]:
-        """Return the active fault rules."""
-        result: list[dict[str, Any]] = self._call("GET", "/faults")
+    def faults(self, *, everything: bool = False) -> list[dict[str, Any]]:
+        """Return the active fault rules; ``everything``: the ended ones too (spent, removed, cleared)."""
+        result: list[dict[str, Any]] = self._call("GET", "/faults", params={"all": "1"} if everything else None)
         return result
 
     def remove_fault(self, rule_id: int) -> None:

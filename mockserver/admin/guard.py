@@ -3,7 +3,8 @@
 The admin API can reset state, list API keys and mint sessions, so ``sandproof serve`` on a non-loopback
 address requires ``--admin-token``. A guarded request carries the token in the ``X-Sandproof-Admin-Token``
 header or the ``sandproof_admin_token`` cookie (what the dashboard sets from ``/_mock/ui?token=...``);
-anything else under ``/_mock`` answers 401 ``admin_token_required``. Provider routes are not affected.
+anything else under ``/_mock`` answers 401 ``admin_token_required`` (a browser asking for ``/_mock/ui`` gets a
+page saying how to pass the token). Provider routes are not affected.
 """
 
 from __future__ import annotations
@@ -52,14 +53,43 @@ class AdminGuard:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": "admin_token_required"})
             return
-        body = json.dumps(
-            {"code": "admin_token_required", "message": f"the /_mock admin API needs the {ADMIN_TOKEN_HEADER} header"}
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            }
+        if path.startswith(f"{ADMIN_PREFIX}/ui") and "text/html" in _header(scope, b"accept"):
+            await _answer(send, _HTML_HINT.encode(), b"text/html; charset=utf-8")
+            return
+        message = (
+            f"the /_mock admin API needs the {ADMIN_TOKEN_HEADER} header; in a browser, open "
+            f"{ADMIN_PREFIX}/ui?token=TOKEN once (the page then sends it as a cookie)"
         )
-        await send({"type": "http.response.body", "body": body})
+        await _answer(
+            send, json.dumps({"code": "admin_token_required", "message": message}).encode(), b"application/json"
+        )
+
+
+#: What a browser is shown at ``/_mock/ui`` without the token: it cannot set a header, so say how to pass it.
+_HTML_HINT = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>sandproof: token needed</title></head>
+<body><h1>This mock's admin API is guarded by a token</h1>
+<p>Open <code>{ADMIN_PREFIX}/ui?token=TOKEN</code> with the token given to <code>sandproof serve --admin-token</code>.
+The page then keeps it in a cookie. Scripts send it in the <code>{ADMIN_TOKEN_HEADER}</code> header.</p>
+<p>Error code: <code>admin_token_required</code></p></body></html>
+"""
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    """Return one request header's value (empty when absent)."""
+    for key, value in scope.get("headers") or []:
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return ""
+
+
+async def _answer(send: Send, body: bytes, content_type: bytes) -> None:
+    """Answer 401 with ``body``."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

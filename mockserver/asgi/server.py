@@ -75,8 +75,12 @@ class MockServer:
             raise RuntimeError("server already started")
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self._requested_port))
-        sock.listen(1024)
+        try:
+            sock.bind((self.host, self._requested_port))
+            sock.listen(1024)
+        except OSError:
+            sock.close()
+            raise
         sock.set_inheritable(True)
         self._socket = sock
         self.port = sock.getsockname()[1]

@@ -24,7 +24,9 @@ def sdk_env(provider: str, url: str, api_key: str | None = None, *, cloud: bool 
     """Return the environment variables that point ``provider``'s SDK at ``url``.
 
     TensorLake: both ``TENSORLAKE_API_URL`` and ``TENSORLAKE_SANDBOX_API_URL`` are set (with the first alone,
-    the SDK sends lifecycle calls for most hosts to the real cloud), unless ``cloud``. OpenSandbox:
+    the SDK sends lifecycle calls for most hosts to the real cloud), and ``TENSORLAKE_SANDBOX_PROXY_URL`` (the
+    data-plane fallback of SDKs up to 0.5.0, which otherwise go to ``http://localhost:9443``; the mock serves
+    ``<id>.local`` hosts on its own port), unless ``cloud``. OpenSandbox:
     ``OPEN_SANDBOX_DOMAIN`` is the scheme-less ``host:port`` for plain HTTP. ``NO_PROXY`` keeps loopback and the
     target host off any proxy. Raise ``ValueError`` for an unknown provider or a URL that is not absolute.
     """
@@ -37,6 +39,7 @@ def sdk_env(provider: str, url: str, api_key: str | None = None, *, cloud: bool 
         env["TENSORLAKE_API_URL"] = url
         if not cloud:
             env["TENSORLAKE_SANDBOX_API_URL"] = url
+            env["TENSORLAKE_SANDBOX_PROXY_URL"] = url
             env["INDEXIFY_NAMESPACE"] = "default"
         if api_key:
             env["TENSORLAKE_API_KEY"] = api_key

@@ -7,11 +7,17 @@ import itertools
 import json
 import random
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 FaultAction = Literal["respond", "delay", "drop", "cut_stream", "stall_stream"]
+#: Why a rule left the active set: it fired its ``times``, it was removed by id, or every rule was cleared.
+FaultEnd = Literal["spent", "removed", "cleared"]
+#: How many ended rules a fault set remembers (the oldest are forgotten first).
+HISTORY_SIZE = 1000
 ACTIONS: tuple[str, ...] = ("respond", "delay", "drop", "cut_stream", "stall_stream")
 _KNOWN_KEYS = {
     "method",
@@ -52,6 +58,9 @@ class FaultRule:
     (so the request takes effect even if the client gave up). ``after_chunks`` is how many response
     body chunks pass before ``cut_stream`` drops the connection or ``stall_stream`` goes silent for
     ``stall_seconds``.
+
+    ``fired`` counts the requests it answered, ``last_fired_at`` is the wall-clock time (epoch seconds) of the
+    last one, and ``ended`` says why a rule is no longer active (``None`` while it is).
     """
 
     method: str = "*"
@@ -72,6 +81,8 @@ class FaultRule:
     name: str = ""
     id: int = 0
     fired: int = 0
+    last_fired_at: float | None = None
+    ended: FaultEnd | None = None
     _rng: random.Random = field(default_factory=random.Random, repr=False)
 
     def __post_init__(self) -> None:
@@ -107,7 +118,7 @@ class FaultRule:
 
     def to_json(self) -> dict[str, Any]:
         """Return the rule as JSON."""
-        return {k: getattr(self, k) for k in sorted(_KNOWN_KEYS | {"id", "fired"})}
+        return {k: getattr(self, k) for k in sorted(_KNOWN_KEYS | {"id", "fired", "last_fired_at", "ended"})}
 
     def matches(self, method: str, path: str, sandbox_ids: frozenset[str]) -> bool:
         """Tell whether the request is one this rule is about (ignoring times and probability)."""
@@ -132,12 +143,18 @@ class FaultRule:
 
 
 class FaultSet:
-    """Hold the active fault rules; thread-safe."""
+    """Hold the active fault rules, and the last :data:`HISTORY_SIZE` ended ones; thread-safe."""
 
     def __init__(self) -> None:
         self._rules: list[FaultRule] = []
+        self._ended: deque[FaultRule] = deque(maxlen=HISTORY_SIZE)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+
+    def _end(self, rule: FaultRule, why: FaultEnd) -> None:
+        """Move ``rule`` to the history (the lock is held)."""
+        rule.ended = why
+        self._ended.append(rule)
 
     def add(self, rule: FaultRule | None = None, **kwargs: Any) -> FaultRule:
         """Add a rule (or build one from keyword arguments) and return it with its id."""
@@ -151,19 +168,34 @@ class FaultSet:
     def remove(self, rule_id: int) -> bool:
         """Remove a rule by id; return whether it existed."""
         with self._lock:
-            before = len(self._rules)
-            self._rules = [r for r in self._rules if r.id != rule_id]
-            return len(self._rules) != before
+            gone = [r for r in self._rules if r.id == rule_id]
+            for rule in gone:
+                self._rules.remove(rule)
+                self._end(rule, "removed")
+            return bool(gone)
 
     def clear(self) -> None:
-        """Remove every rule."""
+        """Remove every rule (each is kept in the history as ``cleared``)."""
+        with self._lock:
+            for rule in self._rules:
+                self._end(rule, "cleared")
+            self._rules.clear()
+
+    def reset(self) -> None:
+        """Forget every rule, active or ended."""
         with self._lock:
             self._rules.clear()
+            self._ended.clear()
 
     def rules(self) -> list[FaultRule]:
         """Return the active rules."""
         with self._lock:
             return list(self._rules)
+
+    def history(self) -> list[FaultRule]:
+        """Return every rule this set remembers, active and ended, in the order they were added."""
+        with self._lock:
+            return sorted([*self._ended, *self._rules], key=lambda r: r.id)
 
     def __bool__(self) -> bool:
         """Tell whether any rule is active (read without the lock: a cheap test on every request)."""
@@ -189,7 +221,9 @@ class FaultSet:
                 if rule.probability < 1.0 and rule._rng.random() >= rule.probability:
                     continue
                 rule.fired += 1
+                rule.last_fired_at = time.time()
                 if rule.times is not None and rule.fired >= rule.times:
                     self._rules.remove(rule)
+                    self._end(rule, "spent")
                 return rule
         return None

@@ -63,6 +63,10 @@ class MockCore(abc.ABC):
         """
         return []
 
+    def pinned_keys(self) -> list[str] | None:
+        """Return the API keys the mock accepts, or None when it accepts any key (or none is needed)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the mock holds beyond memory (a real runtime's sandboxes); the default holds nothing."""
 
@@ -90,7 +94,7 @@ class MockCore(abc.ABC):
         A ``wall`` clock keeps the real time (clients compute expiry from it); a ``manual`` or ``auto``
         clock goes back to its fixed epoch.
         """
-        self.faults.clear()
+        self.faults.reset()
         self.journal.clear()
         if self.clock.mode == "wall":
             self.clock.reset(time.time())

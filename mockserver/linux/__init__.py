@@ -3,16 +3,58 @@
 Each sandbox is one bubblewrap instance (new mount, PID, IPC and UTS namespaces, in the runtime's user
 namespace) joined to a network namespace linked to the runtime's *world* namespace, which holds the DNS
 server and the test hosts and has no route anywhere else. See ``docs/runtime.md``.
+
+The names below load on first use, so ``python -m mockserver.linux.requirements`` (or importing one module)
+loads nothing else of the package.
 """
 
-from .egress import EgressPlan, opensandbox_plan, render_ruleset, tensorlake_plan
-from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
-from .forward import PortForwarder, connect, open_connection
-from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
-from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
-from .runner import StepRunner
-from .runtime import LinuxRuntime, SandboxStartError
-from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mockserver.core.lazy import lazy_dir, lazy_name
+
+if TYPE_CHECKING:
+    from .egress import EgressPlan, opensandbox_plan, render_ruleset, tensorlake_plan
+    from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
+    from .forward import PortForwarder, connect, open_connection
+    from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
+    from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
+    from .runner import StepRunner
+    from .runtime import LinuxRuntime, SandboxCapacityError, SandboxStartError
+    from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
+
+_HOMES = {
+    "EgressPlan": ".egress",
+    "ExitStatus": ".process",
+    "Firewall": ".firewall",
+    "Limits": ".sandbox",
+    "LinuxProcess": ".process",
+    "LinuxRuntime": ".runtime",
+    "LinuxSandbox": ".sandbox",
+    "OutputChunk": ".process",
+    "PortForwarder": ".forward",
+    "ProcessEvent": ".process",
+    "Requirements": ".requirements",
+    "RunResult": ".sandbox",
+    "RuntimeUnavailable": ".requirements",
+    "SandboxCapacityError": ".runtime",
+    "SandboxStartError": ".runtime",
+    "SandboxStateError": ".sandbox",
+    "SpawnError": ".sandbox",
+    "StepRunner": ".runner",
+    "Usage": ".sandbox",
+    "check_requirements": ".requirements",
+    "connect": ".forward",
+    "open_connection": ".forward",
+    "opensandbox_apply": ".firewall",
+    "opensandbox_plan": ".egress",
+    "render_ruleset": ".egress",
+    "require": ".requirements",
+    "tensorlake_apply": ".firewall",
+    "tensorlake_plan": ".egress",
+    "tensorlake_update": ".firewall",
+}
 
 __all__ = [
     "EgressPlan",
@@ -28,6 +70,7 @@ __all__ = [
     "Requirements",
     "RunResult",
     "RuntimeUnavailable",
+    "SandboxCapacityError",
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",
@@ -44,3 +87,13 @@ __all__ = [
     "tensorlake_plan",
     "tensorlake_update",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from the module that defines it, on first use."""
+    return lazy_name(__name__, _HOMES, name)
+
+
+def __dir__() -> list[str]:
+    """List the public names, loaded or not."""
+    return lazy_dir(__name__, __all__)

@@ -8,11 +8,24 @@ the same methods over the host directories of one :class:`~mockserver.linux.Linu
 run unchanged and the files APIs read and write what the sandbox's processes see.
 
 Every path goes through the sandbox's :class:`~mockserver.linux.confine.Confinement`: ``..`` is clamped
-at ``/``, symbolic links are followed inside the sandbox's view, opens walk with ``O_NOFOLLOW``, the
-kernel file systems (``/proc``, ``/dev``, ``/run``) are refused and the system folders are read-only. A
-refusal is a :class:`~mockserver.sandbox.filesystem.FsError` with the codes the rules already map
-(``not_found``, ``is_a_directory``, ``not_a_directory``, ``exists``, ``not_empty``, ``invalid_path``,
-``no_space``) plus ``permission_denied`` and ``read_only``.
+at ``/``, symbolic links are followed inside the sandbox's view, every open is an ``openat2(2)`` with the
+mount's directory as root (``RESOLVE_IN_ROOT``), the kernel file systems (``/proc``, ``/dev``, ``/run``)
+are refused and the system folders are read-only. Every operation then works on the descriptor it opened
+(``fstat``; ``chmod``/``chown`` through ``/proc/self/fd``; ``mkdirat``, ``unlinkat``, ``renameat`` and
+``fstatat`` without following, in a parent directory opened the same way), never on a host path, so a
+symbolic link the sandbox plants or swaps in never leads onto the host. A refusal is a
+:class:`~mockserver.sandbox.filesystem.FsError` with the codes the rules already map (``not_found``,
+``is_a_directory``, ``not_a_directory``, ``exists``, ``not_empty``, ``invalid_path``, ``no_space``) plus
+``permission_denied``, ``read_only`` and ``not_regular``.
+
+Only regular files are read or written: a FIFO, socket or device is opened with ``O_NONBLOCK`` (so the
+open never waits for a peer), seen by ``fstat`` and refused (``not_regular``). ``blocking`` is true: on an
+event loop, call the methods in a thread. :meth:`HostFileSystem.open_stream` serves a file piece by piece
+(``pread``), so a large or sparse file is never read whole into memory.
+
+Files written through the API are charged to the sandbox as its own processes' are: they belong to its
+root (the runtime's unprivileged host uid), on the sandbox's own state folder, so they count against
+whatever limits that uid and that folder have.
 
 Owners are the sandbox's users: a file the sandbox's root wrote is ``root``; ``chown`` takes the names of
 the sandbox's ``/etc/passwd`` (the host's, mounted read-only) or numbers. The sandbox is reached through a
@@ -21,7 +34,11 @@ callable, so the real sandbox can be made on first use.
 Known deviations: ``walk`` and ``search`` do not descend into the read-only system folders unless asked
 for a path inside them, nor into ``/proc``, ``/dev``, ``/run`` and ``/sys``; symbolic links are listed as
 files and never followed by ``walk``; ``dump`` (snapshots, state files) keeps the writable files only, at
-most :data:`DUMP_LIMIT` bytes of content (larger files are left out).
+most :data:`DUMP_LIMIT` bytes of content (larger files are left out), and no FIFO, socket or device; reading or
+writing a FIFO, socket or device is refused (``not_regular``) where the providers' own daemons would wait
+on it; ``replace`` refuses files over :data:`REPLACE_LIMIT` bytes (``no_space``); a file written through the
+API is charged to the sandbox's file system and owned by its root, but its page cache is charged to the
+server's memory cgroup, not the sandbox's.
 """
 
 from __future__ import annotations
@@ -38,12 +55,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from mockserver.sandbox.filesystem import DUMP_VERSION, FileInfo, FileSystem, FsError, FsErrorCode, normpath
+from mockserver.sandbox.filesystem import DUMP_VERSION, FileInfo, FileStream, FileSystem, FsError, FsErrorCode, normpath
 
 from .confine import Confinement, PathError, Resolved
 from .sandbox import LinuxSandbox
 
-__all__ = ["DUMP_LIMIT", "HostFileSystem"]
+__all__ = ["DUMP_LIMIT", "REPLACE_LIMIT", "HostFileSystem"]
 
 DUMP_LIMIT = 64 * 1024 * 1024
 _ERRNO: dict[int, FsErrorCode] = {
@@ -61,6 +78,9 @@ _ERRNO: dict[int, FsErrorCode] = {
     errno.ELOOP: "invalid_path",
     errno.EXDEV: "invalid_path",
     errno.ENAMETOOLONG: "invalid_path",
+    errno.ENXIO: "not_regular",  # a FIFO without a reader, a socket: opened O_NONBLOCK
+    errno.EFBIG: "no_space",
+    errno.ETXTBSY: "permission_denied",
 }
 _PATH_CODES: dict[str, FsErrorCode] = {
     "invalid_path": "invalid_path",
@@ -69,8 +89,12 @@ _PATH_CODES: dict[str, FsErrorCode] = {
     "permission_denied": "permission_denied",
     "symlink_loop": "invalid_path",
 }
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+#: Opens for I/O never wait for a FIFO's peer nor take a terminal.
+_NO_WAIT = os.O_NONBLOCK | os.O_NOCTTY
 _OVERFLOW_ID = 65534
+#: The largest file ``replace`` rewrites (it holds the file in memory, as execd does).
+REPLACE_LIMIT = 64 * 1024 * 1024
 
 
 def _os_error(exc: OSError, path: str) -> FsError:
@@ -80,6 +104,30 @@ def _os_error(exc: OSError, path: str) -> FsError:
 
 def _path_error(exc: PathError, path: str) -> FsError:
     return FsError(_PATH_CODES.get(exc.code, "invalid_path"), f"{exc.message} ({path})")
+
+
+def _by_fd(fd: int) -> str:
+    """Return the ``/proc/self/fd`` name of one of our own descriptors (for ``chmod``/``chown`` of an ``O_PATH`` fd)."""
+    return f"/proc/self/fd/{fd}"
+
+
+def _regular(fd: int, guest: str) -> os.stat_result:
+    """Return the ``fstat`` of ``fd``; refuse a directory or anything but a regular file (``fd`` stays open)."""
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise FsError("is_a_directory", f"is a directory: {guest}")
+    if not stat.S_ISREG(info.st_mode):
+        raise FsError("not_regular", f"not a regular file: {guest}")
+    return info
+
+
+def _write_all(fd: int, data: bytes, offset: int | None = None) -> None:
+    view = memoryview(data)
+    while view:
+        done = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
+        if offset is not None:
+            offset += done
+        view = view[done:]
 
 
 @contextlib.contextmanager
@@ -100,6 +148,8 @@ class HostFileSystem(FileSystem):
     It is a ``FileSystem`` (every public method overridden) so that the providers' records, which hold one,
     take it as it is; nothing of the in-memory tree is used.
     """
+
+    blocking = True
 
     def __init__(
         self,
@@ -178,20 +228,29 @@ class HostFileSystem(FileSystem):
             self._group_name(info.st_gid),
         )
 
-    # -- opening -----------------------------------------------------------------------------------
+    # -- opening ---------------------------------------------------------------------------------
 
-    def _open(self, path: str, flags: int, mode: int = 0o644) -> int:
-        return self._confine.open(normpath(path), flags | os.O_CLOEXEC, mode)
+    def _open(
+        self, guest: str, flags: int, mode: int = 0o644, *, follow: bool = True, write: bool | None = None
+    ) -> int:
+        return self._confine.open(guest, flags | os.O_CLOEXEC, mode, follow=follow, write=write)
 
     @contextlib.contextmanager
-    def _parent(self, path: str) -> Iterator[tuple[int, str, Resolved]]:
-        """Yield a directory fd of ``path``'s parent (writable mount), the final name and the resolution."""
+    def _fd(self, guest: str, flags: int, *, follow: bool = True, write: bool | None = None) -> Iterator[int]:
+        fd = self._open(guest, flags, follow=follow, write=write)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def _parent(self, path: str, *, write: bool = True) -> Iterator[tuple[int, str, Resolved]]:
+        """Yield a directory fd of ``path``'s parent (opened in the mount's root), the final name and the resolution."""
         resolved = self._resolve(path, follow=False)
-        self._confine.check(resolved, write=True)
+        self._confine.check(resolved, write=write)
         if not resolved.relative:
             raise FsError("invalid_path", f"invalid target: {path}")
-        parent = "/".join(resolved.guest.split("/")[:-1]) or "/"
-        fd = self._open(parent, _DIR_FLAGS)
+        fd = resolved.mount.open(resolved.relative[:-1], _DIR_FLAGS)
         try:
             yield fd, resolved.relative[-1], resolved
         finally:
@@ -202,46 +261,44 @@ class HostFileSystem(FileSystem):
     def stat(self, path: str) -> FileInfo:
         """Return the metadata of ``path`` (symbolic links followed inside the sandbox)."""
         guest = normpath(path)
+        with _errors(guest), self._fd(guest, os.O_PATH) as fd:
+            return self._file_info(guest, os.fstat(fd))
+
+    def open_stream(self, path: str) -> FileStream:
+        """Open the regular file at ``path`` for reading in pieces (a FIFO, socket or device is ``not_regular``)."""
+        guest = normpath(path)
         with _errors(guest):
-            resolved = self._resolve(guest)
-            self._confine.check(resolved, write=False)
-            return self._file_info(guest, os.stat(resolved.host))
+            fd = self._open(guest, os.O_RDONLY | _NO_WAIT)
+            try:
+                info = _regular(fd, guest)
+            except BaseException:
+                os.close(fd)
+                raise
+        return FileStream(info.st_size, lambda offset, n: os.pread(fd, n, offset), lambda: os.close(fd))
 
     def read(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        """Return up to ``limit`` bytes of the file at ``path`` from ``offset``."""
+        """Return up to ``limit`` bytes of the file at ``path`` from ``offset`` (at most its size when opened)."""
         if offset < 0 or (limit is not None and limit < 0):
             raise ValueError("offset and limit must be non-negative")
         guest = normpath(path)
-        with _errors(guest):
-            fd = self._open(guest, os.O_RDONLY)
-            with os.fdopen(fd, "rb") as handle:
-                if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-                    raise FsError("is_a_directory", f"is a directory: {guest}")
-                handle.seek(offset)
-                return handle.read() if limit is None else handle.read(limit)
+        with self.open_stream(guest) as stream, _errors(guest):
+            return b"".join(stream.chunks(offset, limit))
 
     def listdir(self, path: str) -> list[FileInfo]:
         """Return the entries of directory ``path`` sorted by name."""
         guest = normpath(path)
-        with _errors(guest):
-            resolved = self._resolve(guest)
-            self._confine.check(resolved, write=False)
-            fd = self._open(guest, _DIR_FLAGS)
-            try:
-                names = sorted(os.listdir(fd))
-                out = []
-                for name in names:
-                    child = guest.rstrip("/") + "/" + name
-                    mount = self._confine.mount_of(child)
-                    if mount.guest == child and mount.visible:
-                        with contextlib.suppress(FsError):
-                            out.append(self.stat(child))
-                        continue
-                    with contextlib.suppress(OSError):
-                        out.append(self._file_info(child, os.stat(name, dir_fd=fd, follow_symlinks=False)))
-                return out
-            finally:
-                os.close(fd)
+        with _errors(guest), self._fd(guest, _DIR_FLAGS) as fd:
+            out = []
+            for name in sorted(os.listdir(fd)):
+                child = guest.rstrip("/") + "/" + name
+                mount = self._confine.mount_of(child)
+                if mount.guest == child and mount.visible:
+                    with contextlib.suppress(FsError):
+                        out.append(self.stat(child))
+                    continue
+                with contextlib.suppress(OSError):
+                    out.append(self._file_info(child, os.stat(name, dir_fd=fd, follow_symlinks=False)))
+            return out
 
     def walk(self, root: str) -> list[FileInfo]:
         """Return ``root`` and everything below it, depth first and sorted by name."""
@@ -268,8 +325,11 @@ class HostFileSystem(FileSystem):
 
     def _is_link(self, path: str) -> bool:
         try:
-            return stat.S_ISLNK(os.lstat(self._resolve(path, follow=False).host).st_mode)
-        except (OSError, PathError, FsError):
+            with self._parent(path, write=False) as (fd, name, _):
+                return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        except FsError as exc:
+            return exc.code != "invalid_path"  # a mount point (no parent on its mount) is not a link
+        except (OSError, PathError):
             return True
 
     # -- mutations ---------------------------------------------------------------------------------
@@ -283,7 +343,7 @@ class HostFileSystem(FileSystem):
         append: bool = False,
         parents: bool = False,
     ) -> FileInfo:
-        """Create, overwrite or append to the file at ``path`` (``mode`` applies when it is created)."""
+        """Create, overwrite or append to the regular file at ``path`` (``mode`` applies when it is created)."""
         guest = normpath(path)
         payload = data.encode() if isinstance(data, str) else bytes(data)
         if guest == "/":
@@ -292,40 +352,48 @@ class HostFileSystem(FileSystem):
             if parents:
                 parent = guest.rsplit("/", 1)[0] or "/"
                 self.mkdir(parent, 0o755, parents=True)
-            existed = self.exists(guest)
-            flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
-            fd = self._open(guest, flags, mode & 0o7777)
-            with os.fdopen(fd, "wb") as handle:
-                if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-                    raise FsError("is_a_directory", f"is a directory: {guest}")
-                if not existed:
+            flags = os.O_WRONLY | _NO_WAIT | (os.O_APPEND if append else 0)
+            try:
+                fd, created = self._open(guest, flags | os.O_CREAT | os.O_EXCL, mode & 0o7777), True
+            except FileExistsError:
+                fd, created = self._open(guest, flags), False
+            try:
+                _regular(fd, guest)
+                if created:
                     uid, gid = self._base_ids()
-                    os.fchown(handle.fileno(), uid, gid)
-                    os.fchmod(handle.fileno(), mode & 0o7777)
-                handle.write(payload)
-            return self.stat(guest)
+                    os.fchown(fd, uid, gid)
+                    os.fchmod(fd, mode & 0o7777)
+                elif not append:
+                    os.ftruncate(fd, 0)
+                os.set_blocking(fd, True)
+                _write_all(fd, payload)
+                return self._file_info(guest, os.fstat(fd))
+            finally:
+                os.close(fd)
 
     def mkdir(self, path: str, mode: int = 0o755, parents: bool = True) -> FileInfo:
         """Create directory ``path`` (and missing parents when ``parents``; an existing one is fine then)."""
         guest = normpath(path)
         with _errors(guest):
-            if self.exists(guest):
-                if parents and self.is_dir(guest):
-                    return self.stat(guest)
-                raise FsError("exists", f"file exists: {guest}")
             uid, gid = self._base_ids()
             if parents:
-                parent = guest.rsplit("/", 1)[0] or "/"
-                if self.exists(parent) and not self.is_dir(parent):
-                    raise FsError("not_a_directory", f"not a directory: {parent}")
+                try:
+                    found = self.stat(guest)
+                except FsError as exc:
+                    if exc.code != "not_found":
+                        raise
+                else:
+                    if found.is_dir:
+                        return found
+                    raise FsError("exists", f"file exists: {guest}")
                 self._confine.make_dirs(guest, mode & 0o7777, (uid, gid))
             else:
                 with self._parent(guest) as (fd, name, _):
                     os.mkdir(name, mode & 0o7777, dir_fd=fd)
                     os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
-            with self._parent(guest) as (fd, name, _):
-                os.chmod(name, mode & 0o7777, dir_fd=fd)
-            return self.stat(guest)
+            with self._fd(guest, os.O_PATH | os.O_DIRECTORY, write=True) as fd:
+                os.chmod(_by_fd(fd), mode & 0o7777)
+                return self._file_info(guest, os.fstat(fd))
 
     def remove(self, path: str, recursive: bool = False) -> None:
         """Delete a file or directory (a non-empty directory needs ``recursive``)."""
@@ -353,23 +421,14 @@ class HostFileSystem(FileSystem):
                 raise FsError("invalid_path", f"cannot move {source} into itself: {target}")
             with self._parent(source) as (src_fd, src_name, _), self._parent(target) as (dst_fd, dst_name, _):
                 os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
-            return self.stat(target)
-
-    def _fd_for_metadata(self, guest: str) -> int:
-        resolved = self._resolve(guest)
-        self._confine.check(resolved, write=True)
-        return self._open(guest, os.O_RDONLY)
+                return self._file_info(target, os.stat(dst_name, dir_fd=dst_fd, follow_symlinks=False))
 
     def chmod(self, path: str, mode: int) -> FileInfo:
-        """Set the permission bits of ``path``."""
+        """Set the permission bits of ``path`` (a link is followed inside the sandbox)."""
         guest = normpath(path)
-        with _errors(guest):
-            fd = self._fd_for_metadata(guest)
-            try:
-                os.fchmod(fd, mode & 0o7777)
-            finally:
-                os.close(fd)
-            return self.stat(guest)
+        with _errors(guest), self._fd(guest, os.O_PATH, write=True) as fd:
+            os.chmod(_by_fd(fd), mode & 0o7777)
+            return self._file_info(guest, os.fstat(fd))
 
     def chown(self, path: str, owner: str | None = None, group: str | None = None) -> FileInfo:
         """Set the owner and/or group of ``path`` (sandbox user and group names, or numbers)."""
@@ -378,12 +437,9 @@ class HostFileSystem(FileSystem):
             base_uid, base_gid = self._base_ids()
             uid = -1 if owner is None else base_uid + self._uid_of(owner)
             gid = -1 if group is None else base_gid + self._gid_of(group)
-            fd = self._fd_for_metadata(guest)
-            try:
-                os.fchown(fd, uid, gid)
-            finally:
-                os.close(fd)
-            return self.stat(guest)
+            with self._fd(guest, os.O_PATH, write=True) as fd:
+                os.chown(_by_fd(fd), uid, gid)
+                return self._file_info(guest, os.fstat(fd))
 
     def replace(self, path: str, old: bytes | str, new: bytes | str) -> int:
         """Replace every occurrence of ``old`` in the file at ``path``; return how many were replaced."""
@@ -392,15 +448,19 @@ class HostFileSystem(FileSystem):
         if not old_b:
             raise ValueError("old must not be empty")
         guest = normpath(path)
-        with self._host_lock:
-            data = self.read(guest)
-            count = data.count(old_b)
-            if count:
-                with _errors(guest):
-                    fd = self._open(guest, os.O_WRONLY | os.O_TRUNC)
-                    with os.fdopen(fd, "wb") as handle:
-                        handle.write(data.replace(old_b, new_b))
-            return count
+        with self._host_lock, _errors(guest):
+            fd = self._open(guest, os.O_RDWR | _NO_WAIT)
+            try:
+                if _regular(fd, guest).st_size > REPLACE_LIMIT:
+                    raise FsError("no_space", f"larger than {REPLACE_LIMIT} bytes: {guest}")
+                data = b"".join(FileStream(REPLACE_LIMIT, lambda offset, n: os.pread(fd, n, offset)).chunks())
+                count = data.count(old_b)
+                if count:
+                    os.ftruncate(fd, 0)
+                    _write_all(fd, data.replace(old_b, new_b), 0)
+                return count
+            finally:
+                os.close(fd)
 
     # -- snapshots ---------------------------------------------------------------------------------
 
@@ -408,7 +468,7 @@ class HostFileSystem(FileSystem):
         """Return the writable files as an emulator ``FileSystem`` snapshot (see the module's limits).
 
         With ``unmade`` (it returns what the files will be while the sandbox is not made yet, else None), a
-        sandbox that was never used is not made just to be dumped.
+        sandbox that was never used is not made just to be dumped. FIFOs, sockets and devices are left out.
         """
         pending = self._unmade() if self._unmade is not None else None
         if pending is not None:
@@ -431,8 +491,10 @@ class HostFileSystem(FileSystem):
                 if info.size > budget:
                     continue
                 try:
-                    content = self.read(info.path)
+                    content = self.read(info.path, 0, budget + 1)
                 except FsError:
+                    continue
+                if len(content) > budget:
                     continue
                 budget -= len(content)
                 entry["content"] = base64.b64encode(content).decode("ascii")

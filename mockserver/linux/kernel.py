@@ -24,6 +24,7 @@ __all__ = [
     "enter_netns",
     "enter_ns",
     "make_shared",
+    "mount_state_tmpfs",
     "setns",
     "socket_in",
     "unmount",
@@ -33,6 +34,8 @@ __all__ = [
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_SHARED = 1 << 20
@@ -68,6 +71,15 @@ def unshare(flags: int) -> None:
 def bind_mount(source: str, target: str) -> None:
     """Bind-mount ``source`` on ``target`` (used to give a network namespace a name under /run/netns)."""
     _check(_libc.mount(source.encode(), target.encode(), None, MS_BIND, None), f"mount {source} on {target}")
+
+
+def mount_state_tmpfs(target: str) -> None:
+    """Mount a tmpfs of its own on ``target`` (a runtime's state folder, so no sandbox sees the host path of it).
+
+    A bind mount's line in ``/proc/self/mountinfo`` names its source as a path inside the source's file
+    system: on a file system of its own the state folder's host path is not part of it.
+    """
+    _check(_libc.mount(b"sandproof", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0711"), f"mount {target}")
 
 
 def make_shared(target: str) -> None:

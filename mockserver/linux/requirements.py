@@ -2,7 +2,7 @@
 
 Needed: Linux; root (euid 0, to make network namespaces, veth links and cgroups); the kernel letting us
 make user, network, mount and PID namespaces (probed in a forked child); bubblewrap (``bwrap``, with
-``--userns``); iproute2 (``ip``); nftables (``libnftables`` loaded in-process, else the ``nft`` binary);
+``--userns``); iproute2 (``ip``); nftables (``libnftables``, used by a helper process, else the ``nft`` binary);
 a ``python3`` under ``/usr`` (the sandbox's init runs on the host's interpreter, mounted read-only).
 Optional, reported as notes: writable cgroups for memory and pids limits (else limits are recorded, not
 enforced) and the freezer (else pause uses SIGSTOP).
@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 
 from .cgroups import detect as detect_cgroups
+from .confine import openat2_problem
 from .kernel import CLONE_NEWNET, CLONE_NEWUSER, KernelError, unshare
 from .nftables import libnftables_available
 
@@ -124,6 +125,8 @@ def check_requirements() -> Requirements:
             notes.append("libnftables not loadable: policy changes run the nft binary")
     if guest_python() is None:
         missing.append("python3 under /usr (the sandbox init runs on it)")
+    if problem := openat2_problem():
+        missing.append(problem)  # the files API resolves every sandbox path with it (see confine)
     if os.geteuid() == 0 and (problem := _probe_namespaces()):
         missing.append(problem)
     if os.geteuid() == 0:

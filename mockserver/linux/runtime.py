@@ -37,9 +37,11 @@ from types import TracebackType
 from mockserver.core.dns import DnsTable
 
 from . import cgroups as cg
+from . import fdlimit
 from .assembly import BASE_ENV, Assembler, SandboxStartError, make_userns
 from .channel import Hub
 from .egress import EgressPlan
+from .kernel import mount_state_tmpfs, unmount
 from .launch import find_bwrap, prepare_guest_code
 from .netns import remove_netns, stale_names
 from .pool import WarmPool
@@ -49,13 +51,25 @@ from .sandbox import LinuxSandbox
 from .spawner import Launcher
 from .world import World
 
-__all__ = ["DEFAULT_UID_BASE", "LOCK_DIR", "LinuxRuntime", "SandboxStartError", "remove_stale", "sweep_mutex"]
+__all__ = [
+    "DEFAULT_UID_BASE",
+    "LOCK_DIR",
+    "LinuxRuntime",
+    "SandboxCapacityError",
+    "SandboxStartError",
+    "remove_stale",
+    "sweep_mutex",
+]
 
 DEFAULT_UID_BASE = 0x70000000
 LOCK_DIR = Path("/run/sandproof")
 #: Held while a runtime takes its id or sweeps (not a ``*.lock``: the sweep's glob never sees it).
 SWEEP_MUTEX = LOCK_DIR / "sweep.mutex"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+class SandboxCapacityError(SandboxStartError):
+    """The runtime's process has no room (file descriptors) for another sandbox."""
 
 
 @contextlib.contextmanager
@@ -98,8 +112,34 @@ def remove_stale(own_id: str | None = None) -> list[str]:
             path.unlink()
         for place in {Path(tempfile.gettempdir()), Path(_scratch())}:
             for leftover in place.glob(f"sandproof-linux-{path.stem}-*"):
+                with contextlib.suppress(OSError):
+                    unmount(str(leftover))  # a state folder of its own file system (see _mount_state)
                 shutil.rmtree(leftover, ignore_errors=True)
     return removed
+
+
+def _mount_state(directory: Path) -> bool:
+    """Give a state folder on ``/dev/shm`` a tmpfs of its own; tell whether it got one.
+
+    The sandboxes' mounts are binds from the state folder, and ``/proc/self/mountinfo`` inside a sandbox
+    names a bind's source by its path in the source's file system: on a file system of its own that path
+    starts at the state folder, so the host's folder names (``/dev/shm/sandproof-linux-...``) stay unseen.
+    A state folder on a disk (small ``/dev/shm``) is left as it is, not moved into memory.
+    """
+    if directory.parent != Path("/dev/shm"):
+        return False
+    try:
+        mount_state_tmpfs(str(directory))
+    except OSError:
+        return False
+    return True
+
+
+def _unmount_state(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        unmount(str(directory))
+    with contextlib.suppress(OSError):
+        directory.rmdir()
 
 
 def _make_searchable(directory: Path) -> None:
@@ -160,6 +200,7 @@ class LinuxRuntime:
         self.hub: Hub | None = None
         self.launcher: Launcher | None = None
         self._owns_state = state_dir is None
+        self._state_mounted = False
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix=f"sandproof-linux-{self.id}-", dir=_scratch()))
         self._trash: queue.Queue[Path | None] = queue.Queue()
         self._janitor = threading.Thread(target=self._sweep, name="sandproof-linux-janitor", daemon=True)
@@ -173,12 +214,17 @@ class LinuxRuntime:
             with sweep_mutex():
                 self.stale_removed = remove_stale(self.id)
             self.state_dir.mkdir(parents=True, exist_ok=True)
+            self._state_mounted = self._owns_state and _mount_state(self.state_dir)
             _make_searchable(self.state_dir)
             with contextlib.suppress(OSError):
                 for leftover in (self.state_dir / ".trash").iterdir():
                     self._trash.put(leftover)
             self.cgroups = cg.detect()
-            self.guest_dir = Path(_scratch()) / f"sandproof-linux-{self.id}-guest"
+            self.guest_dir = (
+                self.state_dir / ".guest"
+                if self._state_mounted
+                else Path(_scratch()) / f"sandproof-linux-{self.id}-guest"
+            )
             guest_entry = prepare_guest_code(python, self.guest_dir)
             self.launcher = Launcher(python)
             self.world = World(self.id, self.dns).start()
@@ -187,7 +233,7 @@ class LinuxRuntime:
                 self.id, uid_base, self.userns_fd, bwrap, python, self.guest_dir, guest_entry, self.world,
                 self.hub, self.launcher, self.cgroups, self._next_index, self._forget,
             )  # fmt: skip
-            self.pool = WarmPool(self._warm_one, warm)
+            self.pool = WarmPool(self._warm_one, warm, room=lambda: fdlimit.has_room(2))
         except BaseException:
             self.close()
             raise
@@ -228,6 +274,9 @@ class LinuxRuntime:
     ) -> LinuxSandbox:
         """Return a running sandbox (from the warm pool when one is ready); raise SandboxStartError if it fails.
 
+        :class:`SandboxCapacityError` (a SandboxStartError) when the process has no file descriptors left for
+        it (see :mod:`~mockserver.linux.fdlimit`): the providers' models refuse creates before that point.
+
         ``sandbox_id`` names its state folder ``<state>/<id>``; ``hostname`` defaults to the id; ``env`` is
         added to every process's environment; ``memory_bytes`` and ``pids`` are cgroup limits (recorded when no
         cgroup can enforce them, see ``sandbox.limits``); ``egress`` is the plan its firewall starts with.
@@ -247,6 +296,11 @@ class LinuxRuntime:
             else:
                 if sandbox is not None:
                     sandbox.destroy()
+                if not fdlimit.has_room():
+                    raise SandboxCapacityError(
+                        f"no room for another sandbox: {fdlimit.open_fds()} of {fdlimit.soft_limit()} file "
+                        "descriptors are open"
+                    )
                 sandbox = self.assembler.assemble(sandbox_id, self.state_dir / sandbox_id, hostname, env or {})
             try:
                 self._configure(sandbox, memory_bytes, pids, egress)
@@ -339,6 +393,8 @@ class LinuxRuntime:
             cg.remove_tree(hierarchy.runtime_dir(self.id))
         if self._owns_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
+            if self._state_mounted:
+                _unmount_state(self.state_dir)
         if self.guest_dir is not None:
             shutil.rmtree(self.guest_dir, ignore_errors=True)
         with contextlib.suppress(OSError):

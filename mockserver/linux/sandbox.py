@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import os
 import signal
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -427,15 +429,16 @@ class LinuxSandbox:
         return self.files.host_path(path, cwd=cwd, write=write)
 
     def read_file(self, path: str) -> bytes:
-        """Return the contents of sandbox file ``path`` (opened race-free)."""
-        fd = self.files.open(path, os.O_RDONLY)
+        """Return the contents of regular file ``path`` (opened race-free; a FIFO or socket is ENXIO)."""
+        fd = _regular(self.files.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY), path)
         with os.fdopen(fd, "rb") as handle:
             return handle.read()
 
     def write_file(self, path: str, data: bytes, *, mode: int = 0o644, uid: int = 0, gid: int = 0) -> None:
-        """Write sandbox file ``path`` (created or truncated), owned by sandbox user ``uid``:``gid``."""
-        fd = self.files.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        """Write regular file ``path`` (created or truncated), owned by sandbox user ``uid``:``gid``."""
+        fd = _regular(self.files.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY, mode), path)
         with os.fdopen(fd, "wb") as handle:
+            os.ftruncate(fd, 0)
             os.fchown(handle.fileno(), self.layout.uid + uid, self.layout.gid + gid)
             handle.write(data)
 
@@ -465,3 +468,14 @@ class LinuxSandbox:
         with contextlib.suppress(OSError):
             os.close(self.netns_fd)
         self._on_destroy(self, remove_files)
+
+
+def _regular(fd: int, path: str) -> int:
+    """Return ``fd`` when it is a regular file (blocking again); else close it and raise ENXIO or EISDIR."""
+    kind = stat.S_IFMT(os.fstat(fd).st_mode)
+    if kind != stat.S_IFREG:
+        os.close(fd)
+        code = errno.EISDIR if kind == stat.S_IFDIR else errno.ENXIO
+        raise OSError(code, os.strerror(code), path)
+    os.set_blocking(fd, True)
+    return fd

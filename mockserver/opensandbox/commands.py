@@ -163,8 +163,14 @@ class Execution(EventQueue):
             self.done.set()
 
     async def _walk(self, started: float) -> int | None:
-        """Run the steps; return the exit code, or None when the timeout killed the command."""
-        since_ping = 0.0
+        """Run the steps; return the exit code, or None when the timeout killed the command.
+
+        A ``Sleep`` ends at a virtual deadline fixed when it starts, so one clock advance that crosses the
+        deadline releases it at once (a ``manual`` clock never has to be advanced twice); a ping goes out each
+        :data:`PING_INTERVAL` of virtual time slept, one per wake-up however far the clock jumped.
+        """
+        next_ping = started + PING_INTERVAL
+        killed_at = None if self.timeout is None else started + self.timeout
         command: str | Sequence[str] = self.argv if self.argv else self.record.content
         for step in self.runner.run(command, env=self.env, cwd=self.cwd):
             if isinstance(step, Output):
@@ -172,19 +178,14 @@ class Execution(EventQueue):
                 text = step.data.decode("utf-8", "replace")
                 self._emit({"type": step.stream, "text": text, "timestamp": self.clock.now_ms()})
             elif isinstance(step, Sleep):
-                left = step.seconds
-                while left > 0:
-                    chunk = min(left, PING_INTERVAL - since_ping)
-                    if self.timeout is not None:
-                        remaining = started + self.timeout - self.clock.now()
-                        if remaining <= 0:
-                            return None
-                        chunk = min(chunk, remaining)
-                    await self.clock.async_sleep(chunk)
-                    left -= chunk
-                    since_ping += chunk
-                    if since_ping >= PING_INTERVAL:
-                        since_ping = 0.0
+                end = self.clock.now() + step.seconds
+                while (now := self.clock.now()) < end:
+                    if killed_at is not None and now >= killed_at:
+                        return None
+                    wake = min(end, next_ping, end if killed_at is None else killed_at)
+                    await self.clock.async_sleep(wake - now)
+                    if self.clock.now() >= next_ping:
+                        next_ping = self.clock.now() + PING_INTERVAL
                         self._emit({"type": "ping", "text": "pong", "timestamp": self.clock.now_ms()})
             elif isinstance(step, Exit):
                 return step.code

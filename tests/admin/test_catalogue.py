@@ -89,8 +89,14 @@ def test_arming_fills_defaults_and_returns_the_rules() -> None:
     armed = arm(faults, "teapot", {"times": None})
     assert armed["armed"] == "teapot" and armed["params"] == {"status": 418, "sandbox_id": None, "times": None}
     assert [r["status"] for r in armed["rules"]] == [418] and len(demo.faults.rules()) == 1
+    assert [r["name"] for r in armed["rules"]] == ["teapot"]
     state = arm(faults, "flag", {"target": "sb-1", "ratio": 1})
     assert state["rules"] == [] and demo.flags == {"sb-1": 2}
+
+
+def test_a_fault_armed_from_python_carries_its_catalogue_name() -> None:
+    demo = Demo()
+    assert demo.teapot().name == "teapot"
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,15 @@ def test_a_guarded_admin_api_refuses_requests_without_the_token(guarded: DemoMoc
             AdminClient(server.url, token="").now()
 
 
+def test_a_browser_without_the_token_is_told_how_to_pass_it(guarded: DemoMock) -> None:
+    with guarded.server() as server:
+        page = httpx.get(server.url + "/_mock/ui", headers={"accept": "text/html,application/xhtml+xml"})
+        assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
+        assert "/_mock/ui?token=" in page.text and "admin_token_required" in page.text
+        api = httpx.get(server.url + "/_mock/clock")
+        assert "/_mock/ui?token=" in api.json()["message"]
+
+
 def test_the_token_opens_the_admin_api_by_header_or_cookie(guarded: DemoMock) -> None:
     with guarded.server() as server:
         assert AdminClient(server.url, token="s3cret").now() > 0

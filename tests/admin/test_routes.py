@@ -152,6 +152,19 @@ def test_fault_admin_errors_and_listing(client: httpx.Client, admin: AdminClient
     assert client.delete(f"/_mock/faults/{rule['id']}").status_code == 204
     assert client.delete(f"/_mock/faults/{rule['id']}").status_code == 404
     assert admin.faults() == []
+    (ended,) = admin.faults(everything=True)
+    assert (ended["id"], ended["ended"], ended["fired"]) == (rule["id"], "removed", 0)
+    assert client.get("/_mock/faults", params={"all": "1"}).json() == [ended]
+
+
+def test_a_spent_fault_is_listed_with_how_often_and_when_it_fired(client: httpx.Client, admin: AdminClient) -> None:
+    admin.add_fault(path="/x", status=418, times=2, name="teapot")
+    statuses = [client.get("/x").status_code for _ in range(3)]
+    assert statuses[:2] == [418, 418] and statuses[2] != 418
+    assert admin.faults() == []
+    (spent,) = admin.faults(everything=True)
+    assert (spent["name"], spent["fired"], spent["ended"]) == ("teapot", 2, "spent")
+    assert isinstance(spent["last_fired_at"], float)
 
 
 def test_dns_admin(admin: AdminClient, mock: DemoMock) -> None:

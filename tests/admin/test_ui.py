@@ -161,7 +161,16 @@ def test_the_catalogue_arms_named_faults_from_the_page(browser: Chromium) -> Non
         browser.wait_for("document.getElementById('status').innerText.startsWith('armed unavailable')")
         (rule,) = mock.faults.rules()
         assert (rule.path, rule.status, rule.times, rule.headers) == ("/v1/sandboxes", 503, 3, {"Retry-After": "2"})
-        browser.wait_for("document.querySelector('#faults tbody').innerText.includes('respond:503')")
+        assert rule.name == "unavailable"
+        browser.wait_for("document.querySelector('#faults tbody').innerText.includes('unavailable')")
+        assert [
+            httpx.get(f"{srv.url}/v1/sandboxes", headers={"OPEN-SANDBOX-API-KEY": KEY}).status_code for _ in range(3)
+        ] == [503, 503, 503]
+        browser.wait_for("document.querySelector('#faults-ended tbody').textContent.includes('spent')")
+        cells = browser.evaluate(
+            "[...document.querySelectorAll('#faults-ended tbody tr td')].map((c) => c.textContent)"
+        )
+        assert [cells[1], cells[4], cells[6]] == ["unavailable", "3", "spent"]
 
 
 def _wait_until(predicate: Any, timeout: float = 5.0) -> None:
@@ -209,3 +218,33 @@ def test_behind_an_admin_token_the_page_works_once_opened_with_it(browser: Chrom
             ]
         browser.wait_for(f"!!document.querySelector('#sandboxes tr[data-id=\"{sid}\"]')")
         assert browser.text("#status") == ""  # no admin call was refused
+
+
+def test_tensorlake_expiry_no_favicon_and_what_an_advance_ended(browser: Chromium) -> None:
+    from mockserver.core import VirtualClock
+    from mockserver.tensorlake import TensorLakeMock
+
+    mock = TensorLakeMock(seed=3, clock=VirtualClock("manual"))
+    with mock.server() as srv:
+        browser.navigate(f"{srv.url}/_mock/ui")
+        browser.wait_for("document.body.dataset.ready === '1'")
+        made = httpx.post(f"{srv.url}/sandboxes", json={"timeout_secs": 600}, headers={"Authorization": "Bearer k"})
+        sid = made.json()["sandbox_id"]
+        row = f'#sandboxes tr[data-id="{sid}"]'
+        browser.wait_for(f"!!document.querySelector('{row}')")
+        browser.wait_for(f"document.querySelector('{row} td:nth-child(7)').textContent !== ''")
+        expires = browser.evaluate(f"document.querySelector('{row} td:nth-child(7)').textContent")
+        assert expires.endswith("Z") and expires.startswith("20")
+        browser.fill("#clock-seconds", "601")
+        browser.click("#clock-advance")
+        browser.wait_for("document.getElementById('status').innerText.includes('changed')")
+        assert sid in browser.text("#status") and "running" in browser.text("#status")
+        assert all("favicon" not in e.path for e in mock.journal.entries())
+        link = browser.evaluate("document.getElementById('export-scenario').href")
+        exported = httpx.get(link).json()
+        assert exported["sandproof_scenario"] == 1 and "snapshot" in exported["tensorlake"]
+        blocked = OpenSandboxMock(api_key=KEY)
+        blocked.admin_token = "t"
+        with blocked.server() as guarded:
+            browser.navigate(f"{guarded.url}/_mock/ui")
+            browser.wait_for("document.body && document.body.innerText.includes('?token=')")

@@ -52,6 +52,34 @@ def test_remove_and_clear() -> None:
     assert faults.rules() == []
 
 
+def test_the_history_keeps_spent_removed_and_cleared_rules_with_their_counts() -> None:
+    faults = FaultSet()
+    spent = faults.add(path="/a", times=2)
+    removed = faults.add(path="/b", times=None)
+    cleared = faults.add(path="/c", times=None)
+    active_after = faults.add(path="/d", times=None)
+    for _ in range(3):
+        faults.take("GET", "/a", frozenset())
+    faults.take("GET", "/b", frozenset())
+    faults.remove(removed.id)
+    assert [r.id for r in faults.rules()] == [cleared.id, active_after.id]
+    faults.remove(active_after.id)
+    faults.clear()
+    history = {r.id: r for r in faults.history()}
+    assert [r.id for r in faults.history()] == [spent.id, removed.id, cleared.id, active_after.id]
+    assert (history[spent.id].ended, history[spent.id].fired) == ("spent", 2)
+    assert history[spent.id].last_fired_at is not None
+    assert (history[removed.id].ended, history[removed.id].fired) == ("removed", 1)
+    assert (history[cleared.id].ended, history[cleared.id].fired, history[cleared.id].last_fired_at) == (
+        "cleared",
+        0,
+        None,
+    )
+    assert faults.rules() == []
+    faults.reset()
+    assert faults.history() == []
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -45,6 +45,7 @@ def test_dir_lists_the_public_names_before_they_load(package: types.ModuleType) 
         ("mockserver.tensorlake", "TensorLakeMock", "mockserver.tensorlake.mock"),
         ("mockserver.opensandbox", "OpenSandboxMock", "mockserver.opensandbox.mock"),
         ("mockserver.sandbox", "CommandEmulator", "mockserver.sandbox.commands"),
+        ("mockserver.linux", "LinuxRuntime", "mockserver.linux.runtime"),
         ("mockserver.tensorlake.model", "TensorLakeModel", "mockserver.tensorlake.model.state"),
         ("mockserver.opensandbox.model", "OpenSandboxState", "mockserver.opensandbox.model.state"),
     ],

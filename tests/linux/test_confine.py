@@ -106,35 +106,64 @@ def test_invalid_paths(table: tuple[Confinement, Path, Path, Path], bad: str) ->
     assert caught.value.code == "invalid_path"
 
 
+def _stale(files: Confinement, path: str) -> None:
+    """Make ``files`` answer every resolution with the one of ``path`` now (a check whose use comes later)."""
+    resolved = files.resolve(path)
+    files.resolve = lambda *_a, **_k: resolved  # type: ignore[method-assign]
+
+
 def test_open_is_race_free_against_a_swapped_in_symlink(table: tuple[Confinement, Path, Path, Path]) -> None:
     files, root, _, outside = table
     (root / "tmp" / "dir").mkdir()
     (root / "tmp" / "dir" / "f").write_text("inside")
-    resolved = files.resolve("/tmp/dir/f")
     fd = files.open("/tmp/dir/f")
     assert os.read(fd, 100) == b"inside"
     os.close(fd)
+    _stale(files, "/tmp/dir/f")
     (root / "tmp" / "dir" / "f").unlink()
     (root / "tmp" / "dir").rmdir()
-    (root / "tmp" / "dir").symlink_to(outside)  # swapped after a resolution, as a racing sandbox would
+    (root / "tmp" / "dir").symlink_to(outside)  # swapped after the resolution, as a racing sandbox would
     (outside / "f").write_text("host file")
-    from mockserver.linux import confine
+    with pytest.raises(FileNotFoundError):  # the link is resolved with the sandbox root as "/"
+        files.open("/tmp/dir/f")
+    with pytest.raises(FileNotFoundError):
+        files.open("/tmp/dir/f", os.O_WRONLY | os.O_TRUNC)
+    assert (outside / "f").read_text() == "host file"
 
-    with pytest.raises(PathError), confine._walk(resolved) as (_dirfd, _name):
-        pass
 
-
-def test_open_refuses_a_final_symlink_swapped_in(table: tuple[Confinement, Path, Path, Path]) -> None:
+def test_open_never_follows_a_final_symlink_swapped_in_onto_the_host(
+    table: tuple[Confinement, Path, Path, Path],
+) -> None:
     files, root, _, outside = table
     (root / "tmp" / "f").write_text("x")
-    real_resolve = files.resolve
-    resolved = real_resolve("/tmp/f")
+    _stale(files, "/tmp/f")
     (root / "tmp" / "f").unlink()
     (root / "tmp" / "f").symlink_to(outside / "key")
-    files.resolve = lambda *_a, **_k: resolved  # type: ignore[method-assign]
-    with pytest.raises(PathError) as caught:
+    with pytest.raises(FileNotFoundError):
         files.open("/tmp/f")
+    (root / str(outside).lstrip("/")).mkdir(parents=True)
+    fd = files.open("/tmp/f", os.O_WRONLY | os.O_CREAT, 0o600)  # created at the link's target inside the root
+    os.close(fd)
+    assert (root / str(outside / "key").lstrip("/")).is_file()
+    assert (outside / "key").read_text() == "host secret\n"
+    with pytest.raises(PathError) as caught:
+        files.open("/tmp/f", follow=False)
     assert caught.value.code == "symlink_loop"
+
+
+def test_magic_links_are_refused(table: tuple[Confinement, Path, Path, Path]) -> None:
+    files, root, _, _ = table
+    (root / "tmp" / "self").symlink_to("/proc/self/root")
+    _stale(files, "/tmp/x")
+    (root / "tmp" / "x").symlink_to("/proc/self/root")  # in the root's own tree, not the hidden /proc mount
+    with pytest.raises(FileNotFoundError):
+        files.open("/tmp/x")
+
+
+def test_overlong_paths_are_invalid(table: tuple[Confinement, Path, Path, Path]) -> None:
+    with pytest.raises(PathError) as caught:
+        table[0].resolve("/a" * 3000)
+    assert caught.value.code == "invalid_path"
 
 
 def test_make_dirs_creates_inside_and_never_through_a_symlink(table: tuple[Confinement, Path, Path, Path]) -> None:

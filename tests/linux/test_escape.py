@@ -111,3 +111,18 @@ def test_another_sandboxs_files_are_out_of_reach(runtime: LinuxRuntime, sandbox:
             sandbox.read_file(str(host))
     finally:
         other.destroy()
+
+
+def test_no_runtime_fd_is_inherited(sandbox: LinuxSandbox) -> None:
+    held = sandbox.run("for fd in /proc/self/fd/* /proc/1/fd/*; do readlink $fd; done").stdout.decode().split()
+    assert held and not any(target.startswith(("user:", "net:", "mnt:")) for target in held), held
+    nested = sandbox.run("python3 -c 'import os; os.fstat(3)' 2>&1; echo $?").stdout.decode()
+    assert "Bad file descriptor" in nested and nested.endswith("1\n")  # fd 3 (bubblewrap's --userns) is closed
+
+
+def test_mountinfo_names_no_host_folder(runtime: LinuxRuntime, sandbox: LinuxSandbox) -> None:
+    mounts = sandbox.run("cat /proc/self/mountinfo").stdout.decode()
+    assert f"{sandbox.id}/etc/hostname /etc/hostname" in mounts  # the binds are listed, from the state's own root
+    if runtime.state_dir.parent != Path("/dev/shm"):
+        pytest.skip("the state folder is on a disk: it keeps its host path (docs/runtime.md)")
+    assert str(runtime.state_dir) not in mounts and "sandproof-linux-" not in mounts, mounts

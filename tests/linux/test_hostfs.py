@@ -88,3 +88,19 @@ def test_walk_stays_out_of_the_system_folders_and_dump_round_trips(runtime: Linu
         assert other.run("cat /workspace/keep.txt; stat -c %a /workspace/dir").stdout == b"kept750\n"
     finally:
         other.destroy()
+
+
+def test_files_written_through_the_api_are_charged_as_the_sandboxs_own(
+    sandbox: LinuxSandbox, fs: HostFileSystem
+) -> None:
+    def free() -> int:
+        blocks, size = sandbox.run("sync; stat -f -c '%f %S' /").stdout.split()
+        return int(blocks) * int(size)
+
+    sandbox.run("head -c 4096 /dev/zero > /workspace/own.bin")
+    before = free()
+    fs.write("/workspace/api.bin", b"\1" * (4 << 20))
+    assert before - free() >= 4 << 20  # on the sandbox's own file system, as its processes' files are
+    owners = sandbox.run("stat -c '%u %g %d' /workspace/own.bin /workspace/api.bin").stdout.decode().splitlines()
+    assert owners[0] == owners[1] and owners[0].startswith("0 0 "), owners  # its root's, on the same device
+    fs.remove("/workspace/api.bin")

@@ -61,3 +61,16 @@ def test_main_exits_1_when_missing(monkeypatch: pytest.MonkeyPatch, capsys: pyte
 def test_this_machine_can_run_the_runtime() -> None:
     assert REPORT.ok, REPORT.message()
     assert requirements.main() == 0
+
+
+def test_the_requirements_module_runs_without_a_runpy_warning() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "mockserver.linux.requirements"],
+        capture_output=True,
+        text=True,
+    )
+    assert "RuntimeWarning" not in out.stderr, out.stderr
+    assert out.stdout.strip(), "it prints whether the runtime is available"

@@ -1,3 +1,4 @@
+import re
 import shlex
 import signal
 import subprocess
@@ -35,6 +36,46 @@ def test_env_command_prints_exports(capsys: pytest.CaptureFixture[str]) -> None:
 def test_serve_defaults() -> None:
     args = parser().parse_args(["serve"])
     assert (args.tensorlake_port, args.opensandbox_port, args.clock) == (8911, 8080, "wall")
+
+
+@pytest.mark.parametrize("command", ["serve", "env"])
+def test_help_names_every_default(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    blocks = [b for b in re.split(r"\n  (?=-)", out.split("options:", 1)[1]) if b.startswith("--")]
+    assert len(blocks) >= 3
+    for block in blocks:
+        assert "default" in block, f"{command}: {block.split()[0]} does not name its default"
+    text = " ".join(out.split())
+    for value in ("8911", "8080"):
+        assert f"(default: {value})" in text
+    if command == "serve":
+        assert "(default: wall)" in text and "(default: 5.0)" in text and "(default: 10.0)" in text
+
+
+def test_a_taken_port_is_one_line_naming_the_option(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        status = main(["serve", "--tensorlake-port", "0", "--opensandbox-port", str(port)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"port {port}" in err and "--opensandbox-port" in err and "already in use" in err
+
+
+def test_the_banner_line_carries_a_pinned_key() -> None:
+    assert env_command("127.0.0.1", 8911, 8080, "sandproof-key") == "sandproof env"
+    assert env_command("127.0.0.1", 8911, 8080, "k 1") == "sandproof env --api-key 'k 1'"
+
+
+def test_env_exports_the_tensorlake_proxy_fallback() -> None:
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in env_lines("127.0.0.1", 9000, 8080, "k"))
+    assert exports["TENSORLAKE_SANDBOX_PROXY_URL"] == "http://127.0.0.1:9000"
 
 
 def test_unknown_command_is_an_error() -> None:

@@ -127,17 +127,30 @@ function ruleAction(rule) {
 }
 
 async function refreshFaults() {
-  const rules = await call("GET", "/faults");
-  const rows = rules.map((rule) =>
+  const rules = await call("GET", "/faults?all=1");
+  const active = rules.filter((rule) => !rule.ended);
+  const ended = rules.filter((rule) => rule.ended).reverse();
+  const rows = active.map((rule) =>
     el("tr", { dataset: { id: rule.id } },
       el("td", {}, rule.id),
       el("td", {}, rule.name),
       el("td", {}, ruleMatch(rule)),
       el("td", {}, ruleAction(rule)),
+      el("td", {}, rule.fired),
       el("td", {}, rule.times === null ? "forever" : rule.times - rule.fired),
       el("td", {}, el("button", { type: "button", class: "small remove", onclick: () => removeFault(rule.id) }, "remove"))));
   replaceRows($("faults").tBodies[0], rows);
   $("faults-empty").hidden = rows.length > 0;
+  replaceRows($("faults-ended").tBodies[0], ended.map((rule) =>
+    el("tr", { dataset: { id: rule.id } },
+      el("td", {}, rule.id),
+      el("td", {}, rule.name),
+      el("td", {}, ruleMatch(rule)),
+      el("td", {}, ruleAction(rule)),
+      el("td", {}, rule.fired),
+      el("td", {}, rule.last_fired_at === null ? "never" : when(rule.last_fired_at)),
+      el("td", {}, rule.ended))));
+  $("faults-ended-count").textContent = ended.length ? `(${ended.length})` : "";
 }
 
 async function removeFault(id) {
@@ -288,10 +301,24 @@ async function refreshClock() {
   if (document.activeElement !== mode) mode.value = clock.mode;
 }
 
+// What an advance changed: the sandboxes that ended or moved to another state, as one line.
+function clockChanges(before, after) {
+  const now = new Map(after.map((sb) => [sb.id, sb.state]));
+  const changes = [];
+  for (const sb of before) {
+    const state = now.get(sb.id);
+    if (state === undefined) changes.push(`${sb.id} ${sb.state} → gone`);
+    else if (state !== sb.state) changes.push(`${sb.id} ${sb.state} → ${state}`);
+  }
+  return changes.length ? `; ${changes.length} sandbox${changes.length > 1 ? "es" : ""} changed: ${changes.join(", ")}` : "";
+}
+
 async function advanceClock() {
   try {
+    const before = (await call("GET", "/sandboxes")).sandboxes;
     const result = await call("POST", "/clock/advance", { seconds: numberOr("clock-seconds", 0) });
-    say(`clock now ${when(result.now)}`, true);
+    const after = (await call("GET", "/sandboxes")).sandboxes;
+    say(`clock now ${when(result.now)}${clockChanges(before, after)}`, true);
   } catch (error) { say(error.message); }
   await refreshAll();
 }

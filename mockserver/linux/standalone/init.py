@@ -376,6 +376,9 @@ def main(argv: list[str]) -> None:
     """Serve the runtime on the socket whose fd is ``argv[1]``."""
     ctl = int(argv[1])
     os.set_inheritable(ctl, False)
+    # Bubblewrap leaves its --userns fd (3) and --info-fd open: no process of the sandbox may inherit them.
+    os.closerange(3, ctl)
+    os.closerange(ctl + 1, 65536)
     Init(ctl).run()
 
 

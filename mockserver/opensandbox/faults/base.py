@@ -84,5 +84,5 @@ class CatalogueBase:
             times=times,
             headers=headers or {},
             content_type=content_type,
-            name=name or f"respond:{status}",
+            name=name,
         )

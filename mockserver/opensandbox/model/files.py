@@ -5,19 +5,21 @@ Download ``offset``/``limit`` are line based (1-based first line, line count); `
 
 Known deviations: with the emulator a sandbox's files live in the mock's memory and hold at most 16 MiB of
 content (``FileSystem`` quota), whatever the container's disk; a write beyond it fails as a full disk does
-(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing.
+(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing. A path of 4096 bytes or more, or
+with a name over 255 bytes, is refused with 400 ``INVALID_PATH`` "... file name too long" on either runtime (real
+execd reports the kernel's ENAMETOOLONG as it reports any error but a missing file: 500 ``RUNTIME_ERROR``).
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mockserver.core import ApiError
-from mockserver.sandbox.filesystem import FileInfo, FileSystem, FsError, normpath
+from mockserver.core.jsontext import parse_json
+from mockserver.sandbox.filesystem import FileInfo, FileStream, FileSystem, FsError, normpath
 
 from .spec import iso
 
@@ -80,7 +82,21 @@ def fs_error(exc: FsError, path: str) -> ApiError:
     """Map a filesystem error to execd's error body."""
     if exc.code == "not_found":
         return ApiError(404, "FILE_NOT_FOUND", f"file not found: {path}")
+    if exc.code == "name_too_long":
+        return name_too_long(path)
+    if exc.code == "not_regular":  # a FIFO, socket or device: refused, never opened for I/O (choice)
+        return ApiError(400, "INVALID_FILE", f"{path}: not a regular file")
     return ApiError(500, "RUNTIME_ERROR", f"{path}: {exc.strerror.lower()}")
+
+
+def name_too_long(path: str) -> ApiError:
+    """Return the refusal of a path the kernel would refuse with ENAMETOOLONG.
+
+    A choice: real execd reports every OS error but a missing file as 500 ``RUNTIME_ERROR``; the mock answers
+    this one, which only the client's input causes, with a 400 (see docs/deviations.md).
+    """
+    shown = path if len(path) <= 128 else f"{path[:128]}..."
+    return ApiError(400, "INVALID_PATH", f"error accessing file {shown}: file name too long")
 
 
 def invalid_file(message: str) -> ApiError:
@@ -94,6 +110,8 @@ def _path(raw: str | None, name: str = "path") -> str:
     try:
         return normpath(raw, "/")
     except FsError as exc:  # a NUL byte: the kernel's EINVAL, which execd reports as a runtime error
+        if exc.code == "name_too_long":
+            raise name_too_long(raw) from exc
         raise ApiError(500, "RUNTIME_ERROR", f"error accessing file {raw}: invalid argument") from exc
 
 
@@ -108,8 +126,8 @@ def upload(fs: FileSystem, metadata: Sequence[bytes], files: Sequence[bytes]) ->
         raise invalid_file("each file part needs one metadata part before it")
     for meta_raw, data in zip(metadata, files, strict=True):
         try:
-            meta = json.loads(meta_raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            meta = parse_json(meta_raw)
+        except ValueError as exc:  # malformed, not UTF-8, a lone surrogate, NaN
             raise ApiError(400, "INVALID_FILE_METADATA", f"invalid file metadata: {exc}") from exc
         if not isinstance(meta, dict) or not isinstance(meta.get("path"), str):
             raise ApiError(400, "INVALID_FILE_METADATA", "file metadata needs a string path")
@@ -126,39 +144,104 @@ def upload(fs: FileSystem, metadata: Sequence[bytes], files: Sequence[bytes]) ->
             raise fs_error(exc, path) from exc
 
 
-@dataclass(frozen=True)
+@dataclass
 class Download:
-    """A download answer: status (200, 206 or 416), the bytes and the headers to send."""
+    """A download answer: status (200, 206 or 416), the body as pieces, the headers and the open file.
+
+    The pieces are read from ``stream`` as they are sent (a large file is never held whole); whoever sends
+    them calls :meth:`close` at the end.
+    """
 
     status: int
-    data: bytes
+    pieces: Iterator[bytes]
     headers: dict[str, str] = field(default_factory=dict)
     media_type: str = "application/octet-stream"
+    stream: FileStream | None = None
+
+    def body(self) -> bytes:
+        """Return the whole body (for small answers and tests) and close the file."""
+        try:
+            return b"".join(self.pieces)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Release the open file, if any."""
+        if self.stream is not None:
+            self.stream.close()
+
+
+def _lines(pieces: Iterable[bytes], first: int, count: int | None) -> Iterator[bytes]:
+    """Yield the bytes of lines ``first`` (0-based) to ``first + count`` of the pieces, as they come."""
+    line = 0
+    for piece in pieces:
+        start = 0
+        while start < len(piece) and (count is None or line < first + count):
+            end = piece.find(b"\n", start)
+            stop = len(piece) if end < 0 else end + 1
+            if line >= first:
+                yield piece[start:stop]
+            if end >= 0:
+                line += 1
+            start = stop
+        if count is not None and line >= first + count:
+            return
+
+
+def _slice(pieces: Iterable[bytes], start: int, end: int) -> Iterator[bytes]:
+    """Yield bytes ``start`` to ``end`` (exclusive) of the pieces."""
+    offset = 0
+    for piece in pieces:
+        low, high = max(start - offset, 0), min(end - offset, len(piece))
+        if low < high:
+            yield piece[low:high]
+        offset += len(piece)
+        if offset >= end:
+            return
 
 
 def download(
     fs: FileSystem, raw_path: str | None, offset: str | None, limit: str | None, range_header: str | None
 ) -> Download:
-    """Return a file's bytes, whole, by byte ``Range`` (206) or by lines (``offset``/``limit``)."""
+    """Return a file's bytes, whole, by byte ``Range`` (206) or by lines (``offset``/``limit``), streamed."""
     path = _path(raw_path)
     try:
-        data = fs.read(path)
+        stream = fs.open_stream(path)
     except FsError as exc:
         raise fs_error(exc, path) from exc
+    try:
+        return _download(stream, path, offset, limit, range_header)
+    except BaseException:
+        stream.close()
+        raise
+
+
+def _download(
+    stream: FileStream, path: str, offset: str | None, limit: str | None, range_header: str | None
+) -> Download:
     headers = {"Content-Disposition": f'attachment; filename="{path.rsplit("/", 1)[-1]}"'}
+    size = stream.size
+
+    def source() -> Iterator[bytes]:
+        return stream.chunks()
+
     if offset is not None or limit is not None:
         try:
             first = int(offset or "1")
             count = None if limit is None else int(limit)
         except ValueError:
             raise ApiError(400, "INVALID_REQUEST_BODY", "offset and limit must be integers") from None
-        lines = data.splitlines(keepends=True)
-        start = max(first, 1) - 1
-        data = b"".join(lines[start : None if count is None else start + count])
+        start_line = max(first, 1) - 1
+
+        def source() -> Iterator[bytes]:
+            return _lines(stream.chunks(), start_line, count)
+
+        if not range_header:
+            return Download(200, source(), headers, stream=stream)
+        size = sum(len(piece) for piece in source())
     if not range_header:
-        return Download(200, data, headers)
+        return Download(200, source(), {**headers, "Content-Length": str(size)}, stream=stream)
     match = _RANGE.match(range_header.strip())
-    size = len(data)
     if not match or (not match.group(1) and not match.group(2)):
         raise ApiError(416, "INVALID_REQUEST_BODY", f"invalid range: {range_header}")
     if match.group(1):
@@ -167,9 +250,11 @@ def download(
         start, end = max(size - int(match.group(2)), 0), size - 1
     end = min(end, size - 1)
     if start >= size or start > end:
-        return Download(416, b"", {"Content-Range": f"bytes */{size}"}, "text/plain")
+        stream.close()
+        return Download(416, iter(()), {"Content-Range": f"bytes */{size}"}, "text/plain")
     headers["Content-Range"] = f"bytes {start}-{end}/{size}"
-    return Download(206, data[start : end + 1], headers)
+    headers["Content-Length"] = str(end - start + 1)
+    return Download(206, _slice(source(), start, end + 1), headers, stream=stream)
 
 
 def stat_paths(fs: FileSystem, paths: Sequence[str]) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""execd's file and directory routes: parse (query, JSON, multipart), call :mod:`..model.files`, render."""
+"""execd's file and directory routes: parse (query, JSON, multipart), call :mod:`..model.files`, render.
+
+A runtime's real files (``fs.blocking``) are worked on in a worker thread, never on the event loop, and
+downloads are streamed piece by piece (:mod:`mockserver.asgi.blocking`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from mockserver.asgi.blocking import offload, piece_response
 from mockserver.asgi.requests import read_json
 
 from ..model import files
@@ -31,7 +36,7 @@ async def upload(request: Request) -> Response:
     try:
         metadata = [await _part(p) for p in form.getlist("metadata")]
         data = [await _part(p) for p in form.getlist("file")]
-        files.upload(fs, metadata, data)
+        await offload(fs.blocking, files.upload, fs, metadata, data)
     finally:
         await form.close()
     return Response(status_code=200)
@@ -40,59 +45,70 @@ async def upload(request: Request) -> Response:
 async def download(request: Request) -> Response:
     """Return a file's bytes, whole, by byte ``Range`` or by lines."""
     q = request.query_params
-    answer = files.download(
-        sandbox_of(request).fs, q.get("path"), q.get("offset"), q.get("limit"), request.headers.get("range")
+    fs = sandbox_of(request).fs
+    answer = await offload(
+        fs.blocking, files.download, fs, q.get("path"), q.get("offset"), q.get("limit"), request.headers.get("range")
     )
-    return Response(answer.data, answer.status, answer.headers, media_type=answer.media_type)
+    return piece_response(
+        answer.pieces,
+        blocking=fs.blocking,
+        close=answer.close,
+        status=answer.status,
+        headers=answer.headers,
+        media_type=answer.media_type,
+    )
 
 
 async def info(request: Request) -> Response:
     """Return ``{path: FileInfo}`` for each ``path``."""
-    return JSONResponse(files.stat_paths(sandbox_of(request).fs, request.query_params.getlist("path")))
+    fs = sandbox_of(request).fs
+    return JSONResponse(await offload(fs.blocking, files.stat_paths, fs, request.query_params.getlist("path")))
 
 
 async def search(request: Request) -> Response:
     """Return the files below ``path`` matching ``pattern``."""
-    q = request.query_params
-    return JSONResponse(files.search(sandbox_of(request).fs, q.get("path"), q.get("pattern")))
+    q, fs = request.query_params, sandbox_of(request).fs
+    return JSONResponse(await offload(fs.blocking, files.search, fs, q.get("path"), q.get("pattern")))
 
 
 async def list_dir(request: Request) -> Response:
     """Return the entries below ``path`` down to ``depth``."""
-    q = request.query_params
-    return JSONResponse(files.list_dir(sandbox_of(request).fs, q.get("path"), q.get("depth")))
+    q, fs = request.query_params, sandbox_of(request).fs
+    return JSONResponse(await offload(fs.blocking, files.list_dir, fs, q.get("path"), q.get("depth")))
 
 
 async def delete_files(request: Request) -> Response:
     """Delete files (missing ones are ignored)."""
-    files.delete_paths(sandbox_of(request).fs, request.query_params.getlist("path"), recursive=False)
+    fs = sandbox_of(request).fs
+    await offload(fs.blocking, files.delete_paths, fs, request.query_params.getlist("path"), recursive=False)
     return Response(status_code=200)
 
 
 async def delete_dirs(request: Request) -> Response:
     """Delete directories recursively (missing ones are ignored)."""
-    files.delete_paths(sandbox_of(request).fs, request.query_params.getlist("path"), recursive=True)
+    fs = sandbox_of(request).fs
+    await offload(fs.blocking, files.delete_paths, fs, request.query_params.getlist("path"), recursive=True)
     return Response(status_code=200)
 
 
 async def move(request: Request) -> Response:
     """Rename files."""
     fs = sandbox_of(request).fs
-    files.move(fs, await read_json(request, empty=None))
+    await offload(fs.blocking, files.move, fs, await read_json(request, empty=None))
     return Response(status_code=200)
 
 
 async def permissions(request: Request) -> Response:
     """Set mode, owner and group."""
     fs = sandbox_of(request).fs
-    files.permissions(fs, await read_json(request, empty=None))
+    await offload(fs.blocking, files.permissions, fs, await read_json(request, empty=None))
     return Response(status_code=200)
 
 
 async def replace(request: Request) -> Response:
     """Replace text in files; ``verbose=true`` answers the counts."""
     fs = sandbox_of(request).fs
-    counts = files.replace(fs, await read_json(request, empty=None))
+    counts = await offload(fs.blocking, files.replace, fs, await read_json(request, empty=None))
     if request.query_params.get("verbose", "").lower() == "true":
         return JSONResponse(counts)
     return Response(status_code=200)
@@ -101,7 +117,7 @@ async def replace(request: Request) -> Response:
 async def make_dirs(request: Request) -> Response:
     """Create directories with parents."""
     fs = sandbox_of(request).fs
-    files.make_dirs(fs, await read_json(request, empty=None))
+    await offload(fs.blocking, files.make_dirs, fs, await read_json(request, empty=None))
     return Response(status_code=200)
 
 

@@ -109,7 +109,7 @@ def sandbox_summary(sb: Sandbox) -> dict[str, Any]:
         "ports": list(sb.exposed_ports),
         "metadata": {} if sb.name is None else {"name": sb.name},
         "created_at": sb.created_at,
-        "expires_at": None,
+        "expires_at": sb.timeout_deadline(),
         "details": {
             "namespace": sb.namespace,
             "resources": sb.resources.to_json(),

@@ -21,7 +21,9 @@ to it; ``user``, restart policies and health checks are recorded, not enforced; 
 sandbox's root; a run's ``timeout`` is at most one day; a PTY session's refusals (404
 ``pty_session_not_found``, 401 ``invalid_pty_token``, 400 ``invalid_port``) are this mock's own codes. The
 process of ``POST /processes/run`` is killed (signal 9) when the client of its event stream goes away (the real
-daemon's behaviour is not known); a follower that goes away stops following and the process runs on.
+daemon's behaviour is not known); a follower that goes away stops following and the process runs on. A files
+path of 4096 bytes or more, or with a name over 255 bytes, is 400 ``name_too_long`` (the kernel's ENAMETOOLONG;
+the status is this mock's, as for the other filesystem errors).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections.abc import MutableSequence
 from typing import Any
 
 from mockserver.core.errors import ApiError
-from mockserver.sandbox.filesystem import FileSystem, FsError, normpath
+from mockserver.sandbox.filesystem import FileStream, FileSystem, FsError, normpath
 
 from .daemon import CommandSpec, Daemon, ProcessRecord, PtySession, PtySpec
 from .records import ms
@@ -50,13 +52,13 @@ __all__ = [
     "file_path",
     "fs_error",
     "list_directory",
+    "open_file",
     "open_pty",
     "output_body",
     "processes_body",
     "pty_session",
     "pty_spec",
     "pty_start_failed",
-    "read_file",
     "signal_body",
     "signal_number",
     "start_spec",
@@ -79,8 +81,10 @@ _FS_STATUS = {
     "is_a_directory": 400,
     "not_a_directory": 400,
     "invalid_path": 400,
+    "name_too_long": 400,
     "permission_denied": 403,
     "read_only": 403,
+    "not_regular": 400,
     "no_space": 507,
 }
 
@@ -212,11 +216,11 @@ def fs_error(exc: FsError) -> ApiError:
     return ApiError(_FS_STATUS.get(exc.code, 409), exc.code, exc.message)
 
 
-def read_file(fs: FileSystem, raw_path: str | None) -> bytes:
-    """Return the content of the file at ``?path=``."""
+def open_file(fs: FileSystem, raw_path: str | None) -> FileStream:
+    """Open the regular file at ``?path=`` for streaming (the caller closes it); a FIFO or socket is 400."""
     path = file_path(raw_path)
     try:
-        return fs.read(path)
+        return fs.open_stream(path)
     except FsError as exc:
         raise fs_error(exc) from exc
 

@@ -154,6 +154,15 @@ class Sandbox:
         default=None, init=False, repr=False, compare=False
     )
 
+    def timeout_deadline(self) -> float | None:
+        """Return when a running sandbox's ``timeout_secs`` runs out (it then ends, or suspends when named).
+
+        The timeout counts running time since the sandbox last started; None when it is not running or has none.
+        """
+        if self.status == "running" and self.timeout_secs and self.running_since is not None:
+            return self.running_since + self.timeout_secs
+        return None
+
     def built_fs(self) -> FileSystem | None:
         """Return the filesystem if it was built (None while no one has used it)."""
         current = self.filesystem

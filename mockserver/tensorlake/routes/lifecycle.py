@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from mockserver.asgi.blocking import offload
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_json
 from mockserver.core.clock import VirtualClock
@@ -162,10 +163,11 @@ class LifecycleRoutes:
     # -- snapshots -------------------------------------------------------------------------------
 
     async def snapshot(self, request: Request) -> Response:
-        """Checkpoint a running sandbox."""
+        """Checkpoint a running sandbox (in a worker thread: a runtime's files are real I/O, see the model)."""
         call = call_of(request)
         self.api.tenant(call)
-        return render(self.api.snapshot(call, request.path_params["sid"], await read_json(request, empty={})))
+        body = await read_json(request, empty={})
+        return render(await offload(True, self.api.snapshot, call, request.path_params["sid"], body))
 
     async def get_snapshot(self, request: Request) -> Response:
         """Return one snapshot."""

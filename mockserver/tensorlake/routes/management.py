@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from mockserver.asgi.blocking import offload, piece_response
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_body, read_json
 from mockserver.asgi.streams import WatchedStream
@@ -193,21 +194,29 @@ class ManagementApi:
     # -- files -----------------------------------------------------------------------------------
 
     async def files(self, request: Request) -> Response:
-        """Read (GET), write (PUT, raw body) or delete (DELETE) the file at ``?path=``."""
+        """Read (GET, streamed), write (PUT, raw body) or delete (DELETE) the file at ``?path=``.
+
+        A runtime's real files are worked on in a worker thread (``offload``), never on the event loop.
+        """
         fs = self.sandbox(request).fs
         raw = request.query_params.get("path")
         if request.method == "PUT":
             rules.file_path(raw)
-            rules.write_file(fs, raw, await read_body(request, rules.FILE_LIMIT))
+            body = await read_body(request, rules.FILE_LIMIT)
+            await offload(fs.blocking, rules.write_file, fs, raw, body)
             return Response(status_code=204)
         if request.method == "DELETE":
-            rules.delete_file(fs, raw)
+            await offload(fs.blocking, rules.delete_file, fs, raw)
             return Response(status_code=204)
-        return Response(rules.read_file(fs, raw), media_type="application/octet-stream")
+        stream = await offload(fs.blocking, rules.open_file, fs, raw)
+        return piece_response(
+            stream.chunks(), blocking=fs.blocking, close=stream.close, headers={"content-length": str(stream.size)}
+        )
 
     async def list_files(self, request: Request) -> Response:
         """List the directory at ``?path=``."""
-        return JSONResponse(rules.list_directory(self.sandbox(request).fs, request.query_params.get("path")))
+        fs = self.sandbox(request).fs
+        return JSONResponse(await offload(fs.blocking, rules.list_directory, fs, request.query_params.get("path")))
 
     # -- daemon ----------------------------------------------------------------------------------
 

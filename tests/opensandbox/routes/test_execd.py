@@ -48,3 +48,17 @@ def test_a_stream_read_to_its_end_is_not_abandoned() -> None:
         assert '"type":"execution_complete"' in background.text
         time.sleep(0.2)
         assert mock.commands.running() == 1  # a background command runs on without a reader, as on execd
+
+
+def test_one_advance_that_crosses_a_sleep_releases_it_at_once() -> None:
+    mock = OpenSandboxMock(clock=VirtualClock("manual"))
+    with mock.server() as srv, httpx.Client(base_url=srv.url, timeout=10) as client:
+        sid = client.post("/v1/sandboxes", json=BODY).json()["id"]
+        started = client.post(f"/direct/{sid}/44772/command", json={"command": "sleep 5", "background": True})
+        assert started.status_code == 200
+        [record] = mock.sandbox(sid).commands.values()
+        time.sleep(0.2)
+        assert record.running, "a manual clock that has not moved holds the sleep"
+        assert client.post("/_mock/clock/advance", json={"seconds": 60}).status_code == 200
+        _wait(lambda: not record.running, timeout=2.0)
+        assert record.exit_code == 0

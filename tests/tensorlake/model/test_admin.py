@@ -58,3 +58,21 @@ def test_api_keys(model: TensorLakeModel) -> None:
         admin.set_api_keys(model, {"api_keys": [""]})
     assert model.keys == KeyRing.of(["a", "b"])
     assert admin.set_api_keys(model, {"api_keys": None}) == {"api_keys": None}
+
+
+def test_the_summary_says_when_a_running_sandbox_times_out(model: TensorLakeModel) -> None:
+    from mockserver.tensorlake.model import LifecycleApi, without_waiting
+
+    from .conftest import DOMAIN, call
+
+    api = LifecycleApi(model, DOMAIN)
+    timed = without_waiting(api.create(call(), {"timeout_secs": 600})).body["sandbox_id"]
+    untimed = without_waiting(api.create(call(), {})).body["sandbox_id"]
+    summaries = {s["id"]: s for s in admin.sandbox_summaries(model)}
+    running_since = model.sandboxes[timed].running_since
+    assert running_since is not None
+    assert summaries[timed]["expires_at"] == running_since + 600
+    assert summaries[untimed]["expires_at"] is None
+    model.clock.advance(601)
+    after = {s["id"]: s for s in admin.sandbox_summaries(model)}
+    assert timed not in after or after[timed]["state"] != "running"

@@ -95,15 +95,17 @@ def test_file_paths(raw: str | None, status: int, code: str) -> None:
 def test_files_and_their_errors() -> None:
     fs = FileSystem(now=lambda: 1.0, hostname="sb")
     rules.write_file(fs, "/work/a.txt", b"hi")
-    assert rules.read_file(fs, "/work//a.txt") == b"hi"
+    with rules.open_file(fs, "/work//a.txt") as stream:
+        assert (stream.size, b"".join(stream.chunks())) == (2, b"hi")
     listing = rules.list_directory(fs, "/work")
     assert listing == {"path": "/work", "entries": [{"name": "a.txt", "is_dir": False, "size": 2, "modified_at": 1000}]}
-    assert refusal(rules.read_file, fs, "/work/missing") == (404, "not_found")
-    assert refusal(rules.read_file, fs, "/work") == (400, "is_a_directory")
+    assert refusal(rules.open_file, fs, "/work/missing") == (404, "not_found")
+    assert refusal(rules.open_file, fs, "/work") == (400, "is_a_directory")
     assert refusal(rules.list_directory, fs, "/work/a.txt") == (400, "not_a_directory")
     rules.delete_file(fs, "/work")
-    assert refusal(rules.read_file, fs, "/work/a.txt") == (404, "not_found")
+    assert refusal(rules.open_file, fs, "/work/a.txt") == (404, "not_found")
     assert rules.fs_error(FsError("exists", "there")).status == 409
+    assert rules.fs_error(FsError("not_regular", "a FIFO")).status == 400
 
 
 def test_pty_bodies_sessions_and_tokens() -> None:

@@ -71,10 +71,12 @@ class OpenSandboxMock(HttpMock):
     (Pending for ``pending_seconds``, visible Pausing/Resuming). ``execd_token`` / ``egress_token`` make the
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
     or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
-    the real server's default). ``runner_factory`` replaces the shared command emulator. ``runtime`` is
-    ``"emulator"`` (default) or ``"linux"`` (see the module docstring). ``capacity`` caps the live sandboxes
-    (shared with the server's other mock; a full server answers create 429 ``POOL_CAPACITY_EXHAUSTED``).
-    ``sandbox_limits`` are the linux sandboxes' default limits (:mod:`mockserver.linux.limits`).
+    the real server's default). ``egress_image=False`` is a server without an egress sidecar image (the real
+    server's default configuration): a create with a ``networkPolicy`` then answers 400. ``runner_factory``
+    replaces the shared command emulator. ``runtime`` is ``"emulator"`` (default) or ``"linux"`` (see the module
+    docstring). ``capacity`` caps the live sandboxes (shared with the server's other mock; a full server answers
+    create 429 ``POOL_CAPACITY_EXHAUSTED``). ``sandbox_limits`` are the linux sandboxes' default limits
+    (:mod:`mockserver.linux.limits`).
     """
 
     provider = "opensandbox"
@@ -93,6 +95,7 @@ class OpenSandboxMock(HttpMock):
         snapshot_seconds: float = 0.0,
         egress_without_policy: bool = False,
         allowed_host_paths: tuple[str, ...] = (),
+        egress_image: bool = True,
         execd_token: str | None = None,
         egress_token: str | None = None,
         enforcement_mode: str = "dns",
@@ -121,6 +124,7 @@ class OpenSandboxMock(HttpMock):
             snapshot_seconds=snapshot_seconds,
             user_ports=runtime == "linux",
             allowed_host_paths=tuple(allowed_host_paths),
+            egress_image=egress_image,
         )
         self.profile = make_profile(
             profile,

@@ -41,6 +41,9 @@ class ServerConfig:
     ``snapshot_seconds`` is how long a snapshot stays ``Creating``; ``default_host`` is the host endpoint
     URLs name when a request carries no ``Host``; ``user_ports`` says whether ports other than execd's and
     the sidecar's reach services of the sandbox's own (a runtime with real processes serves them).
+    ``egress_image`` says whether the server has an egress sidecar image (the real server's ``[egress] image``):
+    the mock's default has one, so a ``networkPolicy`` is enforced; the real server's default has none, and then
+    a create that carries any ``networkPolicy`` answers 400 (``egress.image must be configured ...``).
     """
 
     access: KeyTable = field(default_factory=KeyTable)
@@ -51,6 +54,7 @@ class ServerConfig:
     default_host: str = DEFAULT_HOST
     user_ports: bool = False
     allowed_host_paths: tuple[str, ...] = ()
+    egress_image: bool = True
 
     def __post_init__(self) -> None:
         if self.enforcement not in ENFORCEMENT_MODES:

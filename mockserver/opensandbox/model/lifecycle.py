@@ -116,6 +116,7 @@ def create_sandbox(
         state.profile.name,
         now=state.clock.now(),
         allowed_host_paths=allowed,
+        egress_image=config.egress_image if config is not None else True,
         resolve_snapshot=lambda snapshot_id: state.restorable_snapshot(tenant, snapshot_id),
     )
     sb = state.create(tenant, spec)

@@ -41,6 +41,7 @@ __all__ = [
     "check_execd_token",
     "command_logs",
     "command_status",
+    "cpu_limit_cores",
     "create_pty",
     "create_session",
     "delete_session",
@@ -354,6 +355,12 @@ def memory_limit_bytes(sb: SandboxRecord) -> int | None:
     """Return the sandbox's ``resourceLimits.memory`` in bytes (None when it names none)."""
     raw = sb.spec.resource_limits.get("memory")
     return None if not raw else int(_mib(str(raw)) * 2**20)
+
+
+def cpu_limit_cores(sb: SandboxRecord) -> float | None:
+    """Return the sandbox's ``resourceLimits.cpu`` in cores (None when it names none)."""
+    raw = sb.spec.resource_limits.get("cpu")
+    return None if not raw else _cpus(str(raw))
 
 
 def usage_metrics(sb: SandboxRecord, cpu_percent: float, memory_bytes: int, now_ms: int) -> dict[str, Any]:

@@ -120,6 +120,10 @@ class SandboxRecord:
     (pause or resume -> the failed status it ends in; ``pending_failure`` while it settles) and
     ``hold_next_command`` (how many status polls the next command reports running).
 
+    ``history`` is every state the sandbox entered, as ``(at, state, reason, message)`` (its diagnostics'
+    events, :mod:`.diagnostics`); ``vault`` is its egress sidecar's credential vault (:mod:`.vault`), None
+    until one is created.
+
     ``rev`` counts the changes a rule made (:meth:`~.state.OpenSandboxState.changed`); ``wire_cache`` holds the
     lifecycle body of one revision.
     """
@@ -144,12 +148,15 @@ class SandboxRecord:
     fail_next: dict[str, tuple[str, str]] = field(default_factory=dict)
     pending_failure: tuple[str, str] | None = None
     hold_next_command: int = 0
+    history: list[tuple[float, str, str, str]] = field(default_factory=list)
+    vault: dict[str, Any] | None = None
     rev: int = field(default=0, compare=False)
     wire_cache: tuple[int, WireDict] | None = field(default=None, init=False, repr=False, compare=False)
 
     def set_state(self, state: str, reason: str, message: str, now: float) -> None:
         """Move to ``state`` and stamp the transition."""
         self.state, self.reason, self.message, self.last_transition_at = state, reason, message, now
+        self.history.append((now, state, reason, message))
 
     def to_json(self) -> dict[str, Any]:
         """Return the lifecycle ``Sandbox`` body (null fields omitted)."""
@@ -229,6 +236,8 @@ class SandboxRecord:
             "fail_next": {op: list(status) for op, status in self.fail_next.items()},
             "pending_failure": None if self.pending_failure is None else list(self.pending_failure),
             "hold_next_command": self.hold_next_command,
+            "history": [list(entry) for entry in self.history],
+            "vault": self.vault,
         }
         if with_fs:
             out["fs"] = self.fs.dump()
@@ -271,6 +280,8 @@ class SandboxRecord:
             fail_next={str(op): (str(r), str(m)) for op, (r, m) in (data.get("fail_next") or {}).items()},
             pending_failure=_status_pair(data.get("pending_failure")),
             hold_next_command=int(data.get("hold_next_command") or 0),
+            history=[(float(t), str(st), str(r), str(m)) for t, st, r, m in data.get("history") or []],
+            vault=data.get("vault"),
         )
         rec.commands = {c["id"]: CommandRecord.from_json(c) for c in data.get("commands", [])}
         return rec

@@ -8,7 +8,8 @@ Known deviations: a foreground command whose SSE client goes away is killed at o
 ``signal: killed``), so dropped streams leave no running command behind; real execd runs the command under
 its own context (``context.Background``, bounded only by the request's ``timeout``) and lets it run on to its
 end, keeping its status record (newer execd even lets a client resume the stream). The code interpreter
-(``/code``, ``/code/context(s)``) and the endless ``GET /metrics/watch`` are not served (404). PTY sessions are
+(``/code``, ``/code/context(s)``) answers 501 on the command emulator (see :mod:`.code`); the endless
+``GET /metrics/watch`` is not served (404). PTY sessions are
 not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
 answers on a platform without PTY), so no session exists: ``GET`` and ``DELETE /pty/{id}`` answer 404
 ``CONTEXT_NOT_FOUND`` "pty session <id> not found" (the body NeMo Gym keys on) and a WebSocket to

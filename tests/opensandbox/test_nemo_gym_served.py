@@ -141,6 +141,29 @@ def test_a_pause_that_ends_in_failed(gym: ModuleType, served: str, admin: httpx.
     run(scenario())
 
 
+def test_inspect_shows_the_limits_the_provider_asked_for_and_the_oom_kill(
+    gym: ModuleType, served: str, admin: httpx.Client
+) -> None:
+    """The diagnostics a later provider reads (``resource_allocation``, the opt-in inspect OOM evidence; neither
+    is in 0.7.0): the limits 0.7.0 sends, and ``OOMKilled: True`` where the status words only "exit code 137"."""
+    from nemo_gym.sandbox.providers.base import SandboxResources, SandboxSpec
+
+    async def scenario() -> str:
+        p = provider(gym, served)
+        handle = await p.create(SandboxSpec(image="python:3.11", resources=SandboxResources(cpu=2, memory_mib=768)))
+        arm(admin, "oom_on_next_exec", sandbox_id=handle.sandbox_id, wording="docker-1.1.1")
+        with pytest.raises(gym.provider.SandboxBackendUnreachableError, match="unreachable through"):
+            await p.exec(handle, "echo x")
+        await p.aclose()
+        return str(handle.sandbox_id)
+
+    sandbox_id = run(scenario())
+    with httpx.Client(base_url=served, headers={"OPEN-SANDBOX-API-KEY": KEY}, timeout=10) as api:
+        inspect = api.get(f"/v1/sandboxes/{sandbox_id}/diagnostics/inspect").text.split("\n")
+    assert "  CPU:          2.00 cores" in inspect and "  Memory:       768 MiB" in inspect
+    assert "OOMKilled:      True" in inspect and "Exit Code:      137" in inspect
+
+
 def test_a_pause_that_never_ends_times_out(gym: ModuleType, served: str, admin: httpx.Client) -> None:
     """NG-F11: a sandbox that stays Pausing makes the provider's pause raise its TimeoutError."""
     from nemo_gym.sandbox.providers.base import SandboxStatus

@@ -1,11 +1,16 @@
 """``sandproof check``: run the contract suite in ``harness/contracts`` against a target and summarise it.
 
 ``sandproof check --target T [--profile ci|thorough] [--report DIR] [-k EXPR] [--list] [--container]
-[--concurrency N] [--strict] [--runtime emulator|linux]``
+[--concurrency N] [--strict] [--runtime emulator|linux] [--allow-reset]``
 runs pytest on the shipped contract modules with the sandproof plugin, prints pytest's progress, then the
 per provider and operation summary and the checks per strength, and exits non-zero when a contract fails (or
 nothing was selected). Only ``spec`` and ``observed`` checks fail a run; a check that differs from one of
 sandproof's own choices is reported as such, and fails the run only with ``--strict``.
+
+A ``tensorlake:URL`` or ``opensandbox:URL`` target is a server the run did not start: a preflight checks the
+URL, that it answers and that it takes the key (a mistake is one line and exit status 2), the run deletes only
+the sandboxes it made, and it never resets the server, moves its clock or arms faults on it unless
+``--allow-reset`` says so (:mod:`harness.targets.live`).
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ from typing import Any
 import pytest
 
 import harness.contracts
-from harness.targets import ACCEPTED_FORMS, Target, TargetError, parse_target
+from harness.targets import ACCEPTED_FORMS, PROVIDERS, Target, TargetError, parse_target
 
 __all__ = ["CONTRACTS_DIR", "build_parser", "main", "pytest_args"]
 
 CONTRACTS_DIR = Path(harness.contracts.__file__).resolve().parent
+#: The contract suite's own (empty) pytest configuration: no project's settings leak into a check.
+CONFIG_FILE = "pytest.ini"
 PROFILES = ("ci", "thorough", "dev")
 
 
@@ -60,6 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
         default="emulator",
         help="what the mock target runs sandboxes on (linux: real programs in Linux namespaces; see docs/runtime.md)",
     )
+    parser.add_argument(
+        "--provider",
+        action="append",
+        choices=PROVIDERS,
+        help="check only this provider (repeatable; default: the providers the target covers)",
+    )
+    parser.add_argument(
+        "--allow-reset",
+        action="store_true",
+        help="let the contracts reset a tensorlake:URL or opensandbox:URL server, move its clock and arm faults on it "
+        "(its state is saved first and put back at the end); without it those contracts skip",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="less pytest output")
     return parser
 
@@ -78,7 +97,7 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         "--rootdir",
         str(contracts_dir),
         "-c",
-        os.devnull,
+        str(contracts_dir / CONFIG_FILE),
         "-p",
         "no:cacheprovider",
         "-W",
@@ -102,6 +121,10 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         argv.append("--sandproof-strict")
     if getattr(args, "runtime", "emulator") != "emulator":
         argv.append(f"--sandproof-runtime={args.runtime}")
+    for provider in getattr(args, "provider", None) or ():
+        argv.append(f"--sandproof-provider={provider}")
+    if getattr(args, "allow_reset", False):
+        argv.append("--sandproof-allow-reset")
     if args.list:
         argv.append("--collect-only")
     return argv
@@ -148,6 +171,8 @@ def _print_listing(items: Sequence[pytest.Item], target: Target) -> None:
             continue
         static = [r for r in info.requires if r != "admin"] if target.kind == "url" else list(info.requires)
         reason = target.skip_reason(info.provider, static)
+        if reason is None and "admin" in info.requires and target.kind == "url":
+            reason = target.reset_reason()
         status = f"skip: {reason}" if reason else "runs"
         if reason is None and "admin" in info.requires and target.kind == "url":
             status = "runs if the server has the /_mock admin API"
@@ -173,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         target = parse_target(args.target)
-        target.configure(container=args.container)
+        target.configure(container=args.container, allow_reset=args.allow_reset)
         if not args.list:
             target.preflight()
     except TargetError as exc:
@@ -184,6 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = pytest.main(pytest_args(args), plugins=[listing])
         _print_listing(listing.items, target)
         return 0 if status in (0, 5) else int(status)
+    if not args.provider and target.kind != "mock":
+        args.provider = sorted(target.providers)  # the other provider's contracts are not listed as skips
+    if target.kind == "url":
+        try:
+            target.ensure_started()  # learn whether it serves the admin API, so the header says so
+        except TargetError as exc:
+            print(f"sandproof check: {exc}", file=sys.stderr)
+            return 2
     print(f"sandproof check: target {target.describe()}; Hypothesis profile {args.profile}", flush=True)
     outcome = _Outcome()
     status = int(pytest.main(pytest_args(args), plugins=[outcome]))

@@ -77,7 +77,18 @@ class HttpMock(MockCore):
     #: When set, every ``/_mock`` request must carry this token (see :mod:`mockserver.admin.guard`).
     admin_token: str | None = None
 
+    def gate(self, app: ASGIApp) -> ASGIApp:
+        """Wrap ``app`` in the provider's outer layers (request ids, CORS, authentication); the default adds none.
+
+        The gate sits inside the journal, so the journal records what the client got (a refusal, the stamped
+        headers), and outside fault injection, so a refused request is never faulted.
+        """
+        return app
+
     def wrap(self, app: ASGIApp) -> ASGIApp:
-        """Wrap ``app`` in fault injection and the journal (and the admin guard when a token is set)."""
-        wrapped: ASGIApp = JournalMiddleware(FaultMiddleware(app, self.faults), self.journal, self.clock, self.provider)
+        """Wrap ``app`` in fault injection, the provider's gate and the journal (and the admin guard when a token
+        is set)."""
+        wrapped: ASGIApp = JournalMiddleware(
+            self.gate(FaultMiddleware(app, self.faults)), self.journal, self.clock, self.provider
+        )
         return AdminGuard(wrapped, self.admin_token) if self.admin_token else wrapped

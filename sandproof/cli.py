@@ -25,7 +25,7 @@ def missing_harness() -> list[str]:
 
 def _serve_options(cmd: argparse.ArgumentParser) -> None:
     """Add ``serve``'s own options to ``cmd``; every help text names the default."""
-    from mockserver.serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_KEEP_ALIVE
+    from mockserver.serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LINUX_MAX_SANDBOXES
 
     cmd.add_argument(
         "--api-key",
@@ -71,6 +71,21 @@ def _serve_options(cmd: argparse.ArgumentParser) -> None:
         default="emulator",
         help="what runs the sandboxes: the command emulator or real programs in Linux namespaces "
         "(needs root, bubblewrap, nftables, iproute2; see docs/runtime.md) (default: %(default)s)",
+    )
+    cmd.add_argument(
+        "--max-sandboxes",
+        type=int,
+        default=None,
+        help="live sandboxes both APIs may hold together; past it a create gets the provider's capacity error "
+        f"(TensorLake no_capacity, OpenSandbox 429 POOL_CAPACITY_EXHAUSTED) (default: {DEFAULT_LINUX_MAX_SANDBOXES} "
+        "with --runtime linux, no cap with the emulator)",
+    )
+    cmd.add_argument(
+        "--opensandbox-egress-mode",
+        choices=["dns", "dns+nft"],
+        default="dns",
+        help="the OpenSandbox egress sidecar's mode, the real server's [egress] mode: dns (names only) or dns+nft "
+        "(also enforced on IP addresses) (default: %(default)s)",
     )
     cmd.add_argument(
         "--header-timeout",
@@ -148,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             execd_token=args.execd_token,
             runtime=args.runtime,
             scenarios=tuple(args.scenario),
+            max_sandboxes=args.max_sandboxes,
+            opensandbox_egress_mode=args.opensandbox_egress_mode,
         )
         try:
             return serve(options, out=lambda line: print(line, flush=True))

@@ -3,7 +3,7 @@
 One test per rule group of :data:`harness.machines.opensandbox.machine.OPERATIONS` (``lifecycle``, ``pause-resume``,
 ``renew``, ``endpoints``, ``execd``, ``egress-policy``, ``faults``, ``expiry`` and ``state-machine``, which runs
 every rule together), each reported as its own operation. ``faults`` and ``expiry`` need the ``/_mock`` admin
-API; on the ``mock`` target the machine drives the in-process threaded mock over its loopback URL.
+API of a target the run may reset (a URL target only with ``--allow-reset``); on the ``mock`` target the machine drives the in-process threaded mock over its loopback URL.
 
 Budget from the Hypothesis profile: ``state-machine`` runs ``max_examples`` programs, every other group
 ``max_examples // GROUP_SHARE`` (at least ``MIN_EXAMPLES``); programs are 10 steps long up to 100 examples,

@@ -5,6 +5,8 @@ installed. Importing it has no side effects; everything happens in hooks, per py
 are only imported and started when a fixture or contract test needs them.
 
 Options: ``--sandproof-target=T`` (default ``mock``), ``--sandproof-container``, ``--sandproof-report=DIR``,
+``--sandproof-allow-reset`` (the contracts may reset a URL target, move its clock and arm faults on it; its
+state is put back at the end; without it those contracts skip, see :mod:`harness.targets.live`),
 ``--sandproof-provider=P`` (repeatable; run only those providers' contracts), ``--sandproof-concurrency=N``
 (clients of the concurrency contract, default 4; 0 skips it), ``--sandproof-strict`` (a check that differs
 from sandproof's own choice fails the run too; by default only ``spec`` and ``observed`` checks do, see

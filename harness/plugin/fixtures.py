@@ -51,8 +51,18 @@ def export_sdk_env(state: SandproofState) -> None:
 
 @pytest.fixture(scope="session")
 def sandproof_target(request: pytest.FixtureRequest) -> Target:
-    """Return the run's target (started on first use of a URL, mock or admin client; stopped at the end)."""
-    return sandproof_state(request.config).target
+    """Return the run's target (started on first use of a URL, mock or admin client; stopped at the end).
+
+    A URL target is preflighted first (:meth:`Target.preflight`): a setup mistake ends the run with its one
+    line and exit status 2 before any contract runs.
+    """
+    target = sandproof_state(request.config).target
+    if target.kind == "url":
+        try:
+            target.preflight()
+        except TargetError as exc:
+            pytest.exit(f"sandproof: {exc}", returncode=2)
+    return target
 
 
 def _serve_mock(request: pytest.FixtureRequest, provider: str) -> Iterator[RunningMock]:

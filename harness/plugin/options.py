@@ -68,6 +68,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="fail on checks that differ from sandproof's own choices too (default: only spec and observed fail)",
     )
     group.addoption(
+        "--sandproof-allow-reset",
+        action="store_true",
+        default=False,
+        help="let the contracts reset a tensorlake:URL or opensandbox:URL server, move its clock and arm faults on "
+        "it (its state is saved first and put back at the end); without it they skip",
+    )
+    group.addoption(
         "--sandproof-provider",
         action="append",
         choices=PROVIDERS,
@@ -137,7 +144,7 @@ def build_state(config: pytest.Config, check_linux: Callable[[], str | None]) ->
     try:
         target = parse_target(config.getoption("sandproof_target"))
         container = bool(config.getoption("sandproof_container"))
-        target.configure(container=container)
+        target.configure(container=container, allow_reset=bool(config.getoption("sandproof_allow_reset")))
     except TargetError as exc:
         raise pytest.UsageError(f"--sandproof-target: {exc}") from exc
     load_env_profile(config)

@@ -9,6 +9,7 @@ through ``extra``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from importlib import resources
 
@@ -19,10 +20,12 @@ from starlette.routing import BaseRoute, Route
 from mockserver.admin.guard import ADMIN_TOKEN_COOKIE
 from mockserver.asgi.middleware import ADMIN_PREFIX
 from mockserver.asgi.requests import read_json
+from mockserver.core.errors import ApiError
 from mockserver.core.mock import MockCore
 
 from . import operations
 from .catalogue import NamedFault, arm, describe
+from .export import EXPORT_FORMATS, cassette_lines, har_log
 from .scenario import export_scenario
 
 __all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "UI_ASSETS", "admin_routes", "ui_asset"]
@@ -42,6 +45,16 @@ def ui_asset(name: str) -> bytes:
     if name not in UI_ASSETS:
         raise KeyError(name)
     return resources.files("mockserver.admin").joinpath("ui", name).read_bytes()
+
+
+def _version() -> str:
+    """Return sandproof's installed version (for the HAR ``creator``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sandproof")
+    except PackageNotFoundError:
+        return "0"
 
 
 _BULKY = frozenset({"headers", "body", "response_headers", "response_body"})
@@ -109,6 +122,21 @@ def admin_routes(
             found = [{k: v for k, v in e.items() if k not in _BULKY} for e in found]
         return JSONResponse(found)
 
+    async def journal_export(request: Request) -> Response:
+        chosen = request.query_params.get("format", "har")
+        if chosen not in EXPORT_FORMATS:
+            raise ApiError(400, "invalid_query", f"format must be one of {', '.join(EXPORT_FORMATS)}, not {chosen!r}")
+        entries = operations.journal_query(core, request.query_params)
+        base = str(request.base_url).rstrip("/")
+        name = f"sandproof-{core.provider}-journal"
+        if chosen == "har":
+            body = json.dumps(har_log(entries, base, _version()), ensure_ascii=False)
+            disposition = f'attachment; filename="{name}.har"'
+        else:
+            body = cassette_lines(entries, core.provider, base)
+            disposition = f'attachment; filename="{name}.jsonl"'
+        return Response(body, media_type=EXPORT_FORMATS[chosen], headers={"content-disposition": disposition})
+
     async def journal_entry(request: Request) -> Response:
         return JSONResponse(operations.journal_entry(core, int(request.path_params["seq"])).to_json())
 
@@ -153,6 +181,7 @@ def admin_routes(
         Route(f"{p}/faults/catalogue/{{name}}", arm_fault, methods=["POST"]),
         Route(f"{p}/journal", journal, methods=["GET", "DELETE"]),
         Route(f"{p}/journal/unknown", unknown, methods=["GET"]),
+        Route(f"{p}/journal/export", journal_export, methods=["GET"]),
         Route(f"{p}/journal/{{seq:int}}", journal_entry, methods=["GET"]),
         Route(f"{p}/dns", dns, methods=["GET", "PUT", "POST"]),
         Route(f"{p}/sandboxes", sandboxes, methods=["GET"]),

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
     from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
     from .runner import StepRunner
-    from .runtime import LinuxRuntime, SandboxStartError
+    from .runtime import LinuxRuntime, SandboxCapacityError, SandboxStartError
     from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
 
 _HOMES = {
@@ -38,6 +38,7 @@ _HOMES = {
     "Requirements": ".requirements",
     "RunResult": ".sandbox",
     "RuntimeUnavailable": ".requirements",
+    "SandboxCapacityError": ".runtime",
     "SandboxStartError": ".runtime",
     "SandboxStateError": ".sandbox",
     "SpawnError": ".sandbox",
@@ -69,6 +70,7 @@ __all__ = [
     "Requirements",
     "RunResult",
     "RuntimeUnavailable",
+    "SandboxCapacityError",
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",

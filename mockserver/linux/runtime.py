@@ -37,6 +37,7 @@ from types import TracebackType
 from mockserver.core.dns import DnsTable
 
 from . import cgroups as cg
+from . import fdlimit
 from .assembly import BASE_ENV, Assembler, SandboxStartError, make_userns
 from .channel import Hub
 from .egress import EgressPlan
@@ -50,13 +51,25 @@ from .sandbox import LinuxSandbox
 from .spawner import Launcher
 from .world import World
 
-__all__ = ["DEFAULT_UID_BASE", "LOCK_DIR", "LinuxRuntime", "SandboxStartError", "remove_stale", "sweep_mutex"]
+__all__ = [
+    "DEFAULT_UID_BASE",
+    "LOCK_DIR",
+    "LinuxRuntime",
+    "SandboxCapacityError",
+    "SandboxStartError",
+    "remove_stale",
+    "sweep_mutex",
+]
 
 DEFAULT_UID_BASE = 0x70000000
 LOCK_DIR = Path("/run/sandproof")
 #: Held while a runtime takes its id or sweeps (not a ``*.lock``: the sweep's glob never sees it).
 SWEEP_MUTEX = LOCK_DIR / "sweep.mutex"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+class SandboxCapacityError(SandboxStartError):
+    """The runtime's process has no room (file descriptors) for another sandbox."""
 
 
 @contextlib.contextmanager
@@ -220,7 +233,7 @@ class LinuxRuntime:
                 self.id, uid_base, self.userns_fd, bwrap, python, self.guest_dir, guest_entry, self.world,
                 self.hub, self.launcher, self.cgroups, self._next_index, self._forget,
             )  # fmt: skip
-            self.pool = WarmPool(self._warm_one, warm)
+            self.pool = WarmPool(self._warm_one, warm, room=lambda: fdlimit.has_room(2))
         except BaseException:
             self.close()
             raise
@@ -261,6 +274,9 @@ class LinuxRuntime:
     ) -> LinuxSandbox:
         """Return a running sandbox (from the warm pool when one is ready); raise SandboxStartError if it fails.
 
+        :class:`SandboxCapacityError` (a SandboxStartError) when the process has no file descriptors left for
+        it (see :mod:`~mockserver.linux.fdlimit`): the providers' models refuse creates before that point.
+
         ``sandbox_id`` names its state folder ``<state>/<id>``; ``hostname`` defaults to the id; ``env`` is
         added to every process's environment; ``memory_bytes`` and ``pids`` are cgroup limits (recorded when no
         cgroup can enforce them, see ``sandbox.limits``); ``egress`` is the plan its firewall starts with.
@@ -280,6 +296,11 @@ class LinuxRuntime:
             else:
                 if sandbox is not None:
                     sandbox.destroy()
+                if not fdlimit.has_room():
+                    raise SandboxCapacityError(
+                        f"no room for another sandbox: {fdlimit.open_fds()} of {fdlimit.soft_limit()} file "
+                        "descriptors are open"
+                    )
                 sandbox = self.assembler.assemble(sandbox_id, self.state_dir / sandbox_id, hostname, env or {})
             try:
                 self._configure(sandbox, memory_bytes, pids, egress)

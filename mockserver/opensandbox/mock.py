@@ -29,6 +29,7 @@ from starlette.types import ASGIApp
 from mockserver.admin.catalogue import NamedFault
 from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
+from mockserver.core.capacity import Capacity
 from mockserver.core.changes import Persistent
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
@@ -70,7 +71,8 @@ class OpenSandboxMock(HttpMock):
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
     or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
     the real server's default). ``runner_factory`` replaces the shared command emulator. ``runtime`` is
-    ``"emulator"`` (default) or ``"linux"`` (see the module docstring).
+    ``"emulator"`` (default) or ``"linux"`` (see the module docstring). ``capacity`` caps the live sandboxes
+    (shared with the server's other mock; a full server answers create 429 ``POOL_CAPACITY_EXHAUSTED``).
     """
 
     provider = "opensandbox"
@@ -96,6 +98,7 @@ class OpenSandboxMock(HttpMock):
         http: HttpTable | None = None,
         runner_factory: RunnerFactory | None = None,
         runtime: RuntimeName = "emulator",
+        capacity: Capacity | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -124,6 +127,8 @@ class OpenSandboxMock(HttpMock):
         )
         self.state = OpenSandboxState(self.profile, self.clock, self.ids)
         self.state.egress_without_policy = egress_without_policy
+        self.capacity = capacity or Capacity()
+        self.state.use_capacity(self.capacity)
         self.http = http or HttpTable()
         self.commands: CommandRuntime
         live: list[BaseRoute] = []
@@ -149,12 +154,15 @@ class OpenSandboxMock(HttpMock):
 
     def _compose_linux(self) -> tuple[LinuxSandboxes, list[BaseRoute]]:
         """Build the linux runtime's parts; return them and the execd routes only it serves."""
+        from mockserver.linux.fdlimit import has_room
+
         from .linux_code import CodeContexts
         from .linux_pty import PtySessions
         from .linux_runtime import LinuxCommandRuntime
         from .linux_sandboxes import LinuxSandboxes
         from .routes.live import LiveContext, live_routes
 
+        self.capacity.set_room(has_room)
         linux = LinuxSandboxes(self.state, self.config, self.dns)
         self.linux = linux
         self.commands = LinuxCommandRuntime(
@@ -256,10 +264,14 @@ class OpenSandboxMock(HttpMock):
         return exception_handlers()
 
     def wrap(self, app: ASGIApp) -> ASGIApp:
-        """Put the request-id and auth layer outside the core's fault and journal layers."""
+        """Run the linux runtime's requests in step with it, inside the core's layers."""
         if self.linux is not None:
             app = self.linux.in_step(app)
-        return RequestGate(super().wrap(app), self.config.access, self.ids.uuid4_hex)
+        return super().wrap(app)
+
+    def gate(self, app: ASGIApp) -> ASGIApp:
+        """Put the request-id, CORS and API-key layer outside fault injection (and inside the journal)."""
+        return RequestGate(app, self.config.access, self.ids.uuid4_hex)
 
     # -- conveniences for tests ------------------------------------------------------------------
 

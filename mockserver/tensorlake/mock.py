@@ -30,6 +30,7 @@ from starlette.types import ASGIApp
 from mockserver.admin.catalogue import NamedFault
 from mockserver.asgi.routing import OnFirstCall, indexed_app
 from mockserver.core import environment
+from mockserver.core.capacity import Capacity
 from mockserver.core.changes import Persistent
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
@@ -81,7 +82,11 @@ def sdk_env(server_url: str, api_key: str = DEFAULT_API_KEY) -> dict[str, str]:
 
 
 class TensorLakeMock(HttpMock):
-    """A stateful, fault-injectable mock of the TensorLake sandbox API that the real SDK works against."""
+    """A stateful, fault-injectable mock of the TensorLake sandbox API that the real SDK works against.
+
+    ``capacity`` caps the live sandboxes (a :class:`~mockserver.core.capacity.Capacity`, possibly shared with
+    the server's other mock): a create past it answers 422 with the failure payload, ``no_capacity``.
+    """
 
     provider = "tensorlake"
 
@@ -96,6 +101,7 @@ class TensorLakeMock(HttpMock):
         api_keys: Iterable[str] | None = None,
         journal_size: int = 10_000,
         runtime: RuntimeName = "emulator",
+        capacity: Capacity | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -113,11 +119,16 @@ class TensorLakeMock(HttpMock):
         self._port_apps: dict[tuple[str, int], ASGIApp] = {}
         self.model = self.new_model(KeyRing.of(api_keys))
         self.model.on_terminate = self._on_terminate
+        self.capacity = capacity or Capacity()
+        self.model.use_capacity(self.capacity)
         self.runtime_name: RuntimeName = runtime
         self.linux: LinuxSandboxes | None = None
         if runtime == "linux":
+            from mockserver.linux.fdlimit import has_room
+
             from .linux_sandboxes import LinuxSandboxes
 
+            self.capacity.set_room(has_room)
             self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get)
             self.model.filesystems = self.linux
             self.model.on_change = self.linux.reconcile

@@ -12,6 +12,7 @@ from mockserver.admin.catalogue import named_fault
 from mockserver.core import ApiError, FaultRule
 
 from ..model.auth import invalid_key, missing_key
+from ..model.errors import capacity_exhausted
 from .base import CREATE, ONE_SANDBOX, CatalogueBase
 
 __all__ = ["LifecycleFaults"]
@@ -90,8 +91,8 @@ class LifecycleFaults(CatalogueBase):
     )
     def create_rate_limited(self, retry_after: int = 1, times: int | None = 1) -> FaultRule:
         """F22 / NG-F15: 429 ``POOL_CAPACITY_EXHAUSTED`` with ``Retry-After`` on create."""
-        body = {"code": "KUBERNETES::POOL_CAPACITY_EXHAUSTED", "message": "No Pool capacity"}
-        return self.respond("POST", CREATE, 429, body, times=times, headers={"Retry-After": str(retry_after)})
+        refusal = capacity_exhausted(retry_after, "No Pool capacity")
+        return self.respond("POST", CREATE, refusal.status, refusal.body(), times=times, headers=refusal.headers)
 
     @named_fault(
         "SDK: SandboxApiException(status, UNEXPECTED_RESPONSE), the code only in the message; NeMo Gym retries "

@@ -13,7 +13,9 @@ end, keeping its status record (newer execd even lets a client resume the stream
 not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
 answers on a platform without PTY), so no session exists: ``GET`` and ``DELETE /pty/{id}`` answer 404
 ``CONTEXT_NOT_FOUND`` "pty session <id> not found" (the body NeMo Gym keys on) and a WebSocket to
-``/pty/{id}/ws`` is closed before the handshake.
+``/pty/{id}/ws`` is closed before the handshake. A JSON body holding a lone surrogate (``"\\ud800"``) is refused
+with 400 ``invalid_json``, as are ``NaN`` and ``Infinity`` (Go's decoder, in execd and the egress sidecar, reads a
+lone surrogate as U+FFFD and accepts the request; the mock refuses it, so no client can rely on that repair).
 """
 
 from __future__ import annotations

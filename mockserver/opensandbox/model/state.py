@@ -22,11 +22,13 @@ from typing import Any
 
 from contracts.opensandbox import PolicyError
 from mockserver.core import ApiError, IdFactory, VirtualClock
+from mockserver.core.capacity import Capacity
 from mockserver.core.changes import ChangeLog, Key, Row
 from mockserver.core.schedule import DueTimes
 from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
+from .errors import capacity_exhausted
 from .index import SandboxIndex
 from .profiles import RuntimeProfile
 from .records import ECHOED_EXTENSION_PREFIX, CommandRecord, SandboxRecord, SnapshotRecord, paginate, pagination
@@ -61,6 +63,8 @@ class OpenSandboxState:
         self.index = SandboxIndex()
         self._due: DueTimes[str] = DueTimes()
         self._fs_written: dict[str, int] = {}
+        #: The server-wide cap on live sandboxes (unlimited unless the mock is given one).
+        self.capacity = Capacity()
 
     # -- bookkeeping -------------------------------------------------------------------------------
 
@@ -153,8 +157,17 @@ class OpenSandboxState:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
+    def live_count(self) -> int:
+        """Return how many sandboxes hold a place (not Failed); read without the lock (see ``core.capacity``)."""
+        return sum(1 for sb in list(self.sandboxes.values()) if sb.state != "Failed")
+
+    def use_capacity(self, capacity: Capacity) -> None:
+        """Make creates consult ``capacity`` (shared with the server's other mocks) and count toward it."""
+        capacity.register(self.live_count)
+        self.capacity = capacity
+
     def create(self, tenant: str, spec: CreateSpec) -> SandboxRecord:
-        """Create a sandbox from a validated spec."""
+        """Create a sandbox from a validated spec; 429 ``POOL_CAPACITY_EXHAUSTED`` when the server is full."""
         with self.lock:
             now = self.clock.now()
             sandbox_id = self.ids.uuid4()
@@ -162,6 +175,10 @@ class OpenSandboxState:
             if spec.snapshot_id:
                 fs = FileSystem.load(self.restorable_snapshot(tenant, spec.snapshot_id).fs, now=self.clock.now)
             check_timeout(spec.timeout, now)
+            if not self.capacity.admits():
+                self.refresh()  # expiries due by now free places first
+                if not self.capacity.admits():
+                    raise capacity_exhausted(message=f"No capacity: {self.capacity.describe()}.")
             sb = SandboxRecord(
                 id=sandbox_id,
                 tenant=tenant,

@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.plugin.state import SandproofState, sandproof_state
+from harness.plugin import guard
+from harness.plugin.state import STATE_KEY, SandproofState, sandproof_state
 from harness.targets import PROVIDERS, RunningMock, Target, TargetError
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "cloud_guard",
     "export_sdk_env",
     "opensandbox_asgi",
     "opensandbox_mock",
@@ -47,6 +49,37 @@ def export_sdk_env(state: SandproofState) -> None:
         for name, value in mock.env.items():
             patch.setenv(name, value)
     state.on_close(patch.undo)
+
+
+def _tripwire(state: SandproofState) -> guard.Tripwire:
+    """Return the run's tripwire, started on the first guarded test and stopped when the run ends."""
+    found = state.tripwire
+    if found is None:
+        found = state.tripwire = guard.Tripwire()
+        state.on_close(found.close)
+    assert isinstance(found, guard.Tripwire)
+    return found
+
+
+@pytest.fixture(autouse=True)
+def cloud_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Trap and fail what a test using sandproof's fixtures sends beyond this machine (see :mod:`.guard`)."""
+    state = request.config.stash.get(STATE_KEY, None)
+    if state is None or not guard.should_guard(request.node, state.target.kind):
+        yield
+        return
+    target_urls: list[str] = []
+    if state.target.kind == "url":  # a deployment the run was pointed at may live beyond loopback
+        try:
+            target_urls = list(state.target.urls.values())
+        except TargetError:
+            target_urls = []  # the test's own use of the target reports why it did not start
+    with guard.guarded_env(_tripwire(state), target_urls) as trapped:
+        request.node.stash[guard.TRAPPED_KEY] = trapped
+        yield
+    escaped = trapped.new()  # what setup or teardown sent (the call phase reports its own)
+    if escaped:
+        pytest.fail(guard.message(escaped), pytrace=False)
 
 
 @pytest.fixture(scope="session")

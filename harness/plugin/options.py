@@ -118,7 +118,7 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def add_markers(config: pytest.Config) -> None:
-    """Register the ``contract``, ``sdk`` and ``runtime`` markers."""
+    """Register the ``contract``, ``sdk``, ``runtime`` and ``sandproof_cloud`` markers."""
     config.addinivalue_line(
         "markers",
         "contract(provider, operation, requires=('api',)): a sandproof contract test; skipped when the "
@@ -131,6 +131,11 @@ def add_markers(config: pytest.Config) -> None:
         "markers",
         "runtime(name): the test needs this sandbox runtime; runtime('linux') skips with the requirements "
         "message where the linux runtime cannot run",
+    )
+    config.addinivalue_line(
+        "markers",
+        "sandproof_cloud: let a test that uses sandproof's fixtures reach hosts beyond this machine (the real-cloud "
+        "guard otherwise traps and fails such a call)",
     )
 
 

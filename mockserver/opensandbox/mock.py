@@ -45,6 +45,7 @@ from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes import admin
+from .routes.diagnostics import diagnostics_routes
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
@@ -239,7 +240,11 @@ class OpenSandboxMock(HttpMock):
         direct = Mount(f"{DIRECT_PREFIX}/{{sandbox_id}}/{{port:int}}", app=self.direct_app)
         # The sandbox port's own server sees any path; Starlette's mount remainder would stop at a newline.
         direct.path_regex = re.compile(direct.path_regex.pattern, re.DOTALL)
-        return [direct, *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app))]
+        return [
+            direct,
+            *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app)),
+            *diagnostics_routes(self.state),
+        ]
 
     def named_faults(self) -> Mapping[str, NamedFault]:
         """Return the named fault catalogue served under ``/_mock/faults/catalogue``."""

@@ -29,6 +29,7 @@ from tests.opensandbox.create_cases import (
     SECURE_ACCESS_CASES,
     VOLUME_CASES,
 )
+from tests.opensandbox.diagnostics_cases import DIAGNOSED_BODY, check_diagnostics, check_refusals
 from tests.opensandbox.http_cases import (
     check_allow,
     check_cors,
@@ -450,6 +451,14 @@ def root(real: RealOpenSandboxServer) -> Iterator[httpx.Client]:
 def test_405s_carry_allow_and_head_is_not_served(api: httpx.Client, root: httpx.Client) -> None:
     """Answer HEAD and every other unserved method with 405 and the path's first route's method in ``Allow``."""
     check_allow(root, _create(api)["id"])
+
+
+def test_diagnostics(api: httpx.Client, root: httpx.Client) -> None:
+    """Serve inspect and summary as text, logs and events as deprecated text or (with a scope) a JSON descriptor."""
+    resp = api.post("/sandboxes", json=DIAGNOSED_BODY)
+    assert resp.status_code == 202, resp.text
+    check_diagnostics(root, resp.json()["id"])
+    check_refusals(root)
 
 
 def test_cors(api: httpx.Client, root: httpx.Client, anon: httpx.Client) -> None:

@@ -13,7 +13,7 @@ CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock install system-deps sdk-matrix clean
+.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock differential install system-deps sdk-matrix clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +93,14 @@ contracts-mock: install
 	test $$suite -eq 0 && test $$report -eq 0
 
 test: lint unit contracts-mock bench-smoke
+
+# The randomized differential on a large budget: seeded Hypothesis programs sent to the real opensandbox-server
+# 1.1.1 (on the fake Docker API) and to the OpenSandbox mock; progress, a summary, and exit 1 on any divergence
+# no deviation explains. `make test` runs a small budget of the same campaign (tests/harness/differential/test_runner.py).
+DIFF_STEPS ?= 2000
+DIFF_SEED ?= 20260101
+differential: install
+	$(PY) -m harness.differential.campaign --steps $(DIFF_STEPS) --seed $(DIFF_SEED)
 
 bench: install
 	$(PY) bench/run_all.py

@@ -23,6 +23,7 @@ from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 
 if TYPE_CHECKING:
     from mockserver.asgi.server import MockServer
+    from mockserver.linux import SandboxLimits
     from mockserver.service import HttpMock
 
 __all__ = [
@@ -39,8 +40,11 @@ __all__ = [
 
 TENSORLAKE_PORT = 8911
 OPENSANDBOX_PORT = 8080
-#: Seconds a connection may take to send a request head (see :mod:`mockserver.asgi.connections`).
+#: Seconds a connection may take to send a request head (:mod:`mockserver.asgi.connections`' default; this
+#: module does not import the web stack, so that ``sandproof env`` starts fast).
 DEFAULT_HEADER_TIMEOUT = 10.0
+#: Seconds a request body may send nothing before its connection is closed (the same module's default).
+DEFAULT_BODY_TIMEOUT = 10.0
 #: Seconds an idle keep-alive connection stays open.
 DEFAULT_KEEP_ALIVE = 5.0
 #: Live sandboxes (both providers together) ``--runtime linux`` holds unless told otherwise: the 2-core,
@@ -63,6 +67,8 @@ class ServeOptions:
     keep_alive: float = DEFAULT_KEEP_ALIVE
     max_connections: int | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    sandbox_limits: SandboxLimits | None = None
     admin_token: str | None = None
     execd_token: str | None = None
     runtime: str = "emulator"
@@ -96,6 +102,7 @@ def build_mocks(
     runtime: str = "emulator",
     max_sandboxes: int | None = None,
     opensandbox_egress_mode: str = "dns",
+    sandbox_limits: SandboxLimits | None = None,
 ) -> dict[str, HttpMock]:
     """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
 
@@ -108,6 +115,7 @@ def build_mocks(
     ``max_sandboxes`` caps the live sandboxes of both mocks together (None: :data:`DEFAULT_LINUX_MAX_SANDBOXES`
     on linux, no cap on the emulator); past it a create gets the provider's capacity error.
     ``opensandbox_egress_mode`` is the OpenSandbox server's ``[egress] mode``: ``dns`` or ``dns+nft``.
+    ``sandbox_limits`` are the linux sandboxes' default pids, memory and disk limits.
     """
     from mockserver.core.capacity import Capacity
     from mockserver.opensandbox import OpenSandboxMock
@@ -141,7 +149,12 @@ def build_mocks(
     tensorlake_keys = [*keys, *extra.get("tensorlake", ())]
     opensandbox_keys = [*keys, *extra.get("opensandbox", ())]
     tensorlake = TensorLakeMock(
-        seed=seed, clock=clock(), api_keys=tensorlake_keys or None, runtime=chosen, capacity=capacity
+        seed=seed,
+        clock=clock(),
+        api_keys=tensorlake_keys or None,
+        runtime=chosen,
+        capacity=capacity,
+        sandbox_limits=sandbox_limits,
     )
     opensandbox = OpenSandboxMock(
         seed=seed,
@@ -151,6 +164,7 @@ def build_mocks(
         enforcement_mode=opensandbox_egress_mode,
         runtime=chosen,
         capacity=capacity,
+        sandbox_limits=sandbox_limits,
     )
     mocks: dict[str, HttpMock] = {"tensorlake": tensorlake, "opensandbox": opensandbox}
     for mock in mocks.values():
@@ -249,6 +263,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         runtime=options.runtime,
         max_sandboxes=options.max_sandboxes,
         opensandbox_egress_mode=options.opensandbox_egress_mode,
+        sandbox_limits=options.sandbox_limits,
     )
     store = None
     apps = {name: mock.app for name, mock in mocks.items()}
@@ -279,6 +294,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
             timeout_keep_alive=options.keep_alive,
             max_connections=options.max_connections,
             header_timeout=options.header_timeout,
+            body_timeout=options.body_timeout,
         )
         for name, mock in mocks.items()
     }

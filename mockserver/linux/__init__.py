@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .egress import EgressPlan, opensandbox_plan, render_ruleset, tensorlake_plan
     from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
     from .forward import PortForwarder, connect, open_connection
+    from .limits import SandboxLimits
     from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
     from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
     from .runner import StepRunner
@@ -39,6 +40,7 @@ _HOMES = {
     "RunResult": ".sandbox",
     "RuntimeUnavailable": ".requirements",
     "SandboxCapacityError": ".runtime",
+    "SandboxLimits": ".limits",
     "SandboxStartError": ".runtime",
     "SandboxStateError": ".sandbox",
     "SpawnError": ".sandbox",
@@ -71,6 +73,7 @@ __all__ = [
     "RunResult",
     "RuntimeUnavailable",
     "SandboxCapacityError",
+    "SandboxLimits",
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",

@@ -50,6 +50,7 @@ from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes import admin
+from .routes.diagnostics import diagnostics_routes
 from .routes.echo import echo_app
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
@@ -57,6 +58,8 @@ from .routes.ports import PortContext, PortDispatcher, service_router
 from .routes.render import exception_handlers
 
 if TYPE_CHECKING:
+    from mockserver.linux import SandboxLimits
+
     from .linux_sandboxes import LinuxSandboxes
 
 __all__ = ["RUNTIMES", "OpenSandboxMock"]
@@ -80,9 +83,12 @@ class OpenSandboxMock(HttpMock):
     (Pending for ``pending_seconds``, visible Pausing/Resuming). ``execd_token`` / ``egress_token`` make the
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
     or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
-    the real server's default). ``runner_factory`` replaces the shared command emulator. ``runtime`` is
-    ``"emulator"`` (default) or ``"linux"`` (see the module docstring). ``capacity`` caps the live sandboxes
-    (shared with the server's other mock; a full server answers create 429 ``POOL_CAPACITY_EXHAUSTED``).
+    the real server's default). ``egress_image=False`` is a server without an egress sidecar image (the real
+    server's default configuration): a create with a ``networkPolicy`` then answers 400. ``runner_factory``
+    replaces the shared command emulator. ``runtime`` is ``"emulator"`` (default) or ``"linux"`` (see the module
+    docstring). ``capacity`` caps the live sandboxes (shared with the server's other mock; a full server answers
+    create 429 ``POOL_CAPACITY_EXHAUSTED``). ``sandbox_limits`` are the linux sandboxes' default limits
+    (:mod:`mockserver.linux.limits`).
     """
 
     provider = "opensandbox"
@@ -101,6 +107,7 @@ class OpenSandboxMock(HttpMock):
         snapshot_seconds: float = 0.0,
         egress_without_policy: bool = False,
         allowed_host_paths: tuple[str, ...] = (),
+        egress_image: bool = True,
         execd_token: str | None = None,
         egress_token: str | None = None,
         enforcement_mode: str = "dns",
@@ -109,6 +116,7 @@ class OpenSandboxMock(HttpMock):
         runner_factory: RunnerFactory | None = None,
         runtime: RuntimeName = "emulator",
         capacity: Capacity | None = None,
+        sandbox_limits: SandboxLimits | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -118,6 +126,7 @@ class OpenSandboxMock(HttpMock):
             require()  # fail at once, naming what is missing
         super().__init__(clock=clock, seed=seed, dns=dns)
         self.runtime_name: RuntimeName = runtime
+        self._sandbox_limits = sandbox_limits
         self.linux: LinuxSandboxes | None = None
         self.config = ServerConfig(
             access=KeyTable.from_option(api_key),
@@ -127,6 +136,7 @@ class OpenSandboxMock(HttpMock):
             snapshot_seconds=snapshot_seconds,
             user_ports=True,
             allowed_host_paths=tuple(allowed_host_paths),
+            egress_image=egress_image,
         )
         self.profile = make_profile(
             profile,
@@ -173,7 +183,7 @@ class OpenSandboxMock(HttpMock):
         from .routes.live import LiveContext, live_routes
 
         self.capacity.set_room(has_room)
-        linux = LinuxSandboxes(self.state, self.config, self.dns)
+        linux = LinuxSandboxes(self.state, self.config, self.dns, self._sandbox_limits)
         self.linux = linux
         self.commands = LinuxCommandRuntime(
             self.clock, self.ids, self.dns, self.config.enforcement, linux.ensure_async, linux.oom
@@ -241,7 +251,11 @@ class OpenSandboxMock(HttpMock):
         direct = Mount(f"{DIRECT_PREFIX}/{{sandbox_id}}/{{port:int}}", app=self.direct_app)
         # The sandbox port's own server sees any path; Starlette's mount remainder would stop at a newline.
         direct.path_regex = re.compile(direct.path_regex.pattern, re.DOTALL)
-        return [direct, *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app))]
+        return [
+            direct,
+            *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app)),
+            *diagnostics_routes(self.state),
+        ]
 
     def named_faults(self) -> Mapping[str, NamedFault]:
         """Return the named fault catalogue served under ``/_mock/faults/catalogue``."""

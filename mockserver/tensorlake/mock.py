@@ -12,6 +12,8 @@ in-memory filesystem, see ``docs/emulator.md``) or ``"linux"`` (real programs in
 PTYs, tunnels, real ports behind the ingress and egress enforced by nftables; see ``docs/runtime.md`` and
 :mod:`.linux_sandboxes`). ``"linux"`` raises :class:`~mockserver.linux.RuntimeUnavailable` at once, naming
 what is missing, where it cannot run; :meth:`TensorLakeMock.close` releases its sandboxes.
+``sandbox_limits`` are the linux sandboxes' default limits (:mod:`mockserver.linux.limits`; a sandbox's
+``resources.memory_mb`` and ``resources.disk_mb`` override memory and disk).
 
 Known deviations from the real service (see also the docstrings of :mod:`.model` and its modules): no TLS,
 no regions, no pools; with the emulator no PTY or tunnels; timings are virtual and default to instant; DNS
@@ -56,6 +58,7 @@ from .routes.ingress import Ingress, IngressContext
 from .routes.lifecycle import LifecycleContext, LifecycleRoutes
 
 if TYPE_CHECKING:
+    from mockserver.linux import SandboxLimits
     from mockserver.sandbox.commands import CommandEmulator
     from mockserver.sandbox.steps import Handler
 
@@ -102,6 +105,7 @@ class TensorLakeMock(HttpMock):
         journal_size: int = 10_000,
         runtime: RuntimeName = "emulator",
         capacity: Capacity | None = None,
+        sandbox_limits: SandboxLimits | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -129,7 +133,7 @@ class TensorLakeMock(HttpMock):
             from .linux_sandboxes import LinuxSandboxes
 
             self.capacity.set_room(has_room)
-            self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get)
+            self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get, sandbox_limits)
             self.model.filesystems = self.linux
             self.model.on_change = self.linux.reconcile
         self.lifecycle = LifecycleApi(self.model, self.ingress_domain)

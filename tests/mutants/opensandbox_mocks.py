@@ -279,8 +279,8 @@ class PatchReplaces(MutantMock):
 
     def egress_routes(self) -> list[BaseRoute]:
         """Serve PATCH as a replacement; everything else with the real sidecar routes."""
-        (real,) = egress_routes(EgressContext(self.config))
-        assert isinstance(real, Route)
+        real, *vault = egress_routes(EgressContext(self.config))
+        assert isinstance(real, Route) and real.path == "/policy"
         enforcement = self.config.enforcement
 
         async def policy(request: Request) -> Response:
@@ -297,7 +297,7 @@ class PatchReplaces(MutantMock):
             sb.policy = NetworkPolicy(current.effective_default, rules)
             return JSONResponse(status_body(sb, enforcement, with_policy=False))
 
-        return [Route("/policy", policy, methods=["GET", "PATCH", "DELETE", "PUT"])]
+        return [Route("/policy", policy, methods=["GET", "PATCH", "DELETE", "PUT"]), *vault]
 
 
 class CreatePolicyIgnored(MutantMock):

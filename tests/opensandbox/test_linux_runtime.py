@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import shutil
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -137,6 +139,37 @@ def test_a_code_context_keeps_a_variable(config: ConnectionConfig) -> None:
         await sb.close()
 
     run(flow())
+
+
+def test_the_strict_health_check_passes_and_each_language_runs(mock: OpenSandboxMock, srv: MockServer) -> None:
+    """The SDK's own health check finds Jupyter's port; python, bash and (where ``node`` is) javascript run."""
+    has_node = shutil.which("node") is not None  # the sandbox sees the host's system folders
+
+    async def flow() -> None:
+        sb = await Sandbox.create(
+            "opensandbox/code-interpreter:v1.1.0", connection_config=mock.connection_config(srv.url)
+        )
+        interpreter = await CodeInterpreter.create(sb, ready_timeout=timedelta(seconds=20))
+        assert await interpreter.is_healthy()
+        python = await interpreter.codes.run("import sys; sys.version_info[0]", language=SupportedLanguage.PYTHON)
+        assert [r.text for r in python.result] == ["3"]
+        bash = await interpreter.codes.run("echo $((6 * 7))", language=SupportedLanguage.BASH)
+        assert text(bash) == "42\n"
+        if has_node:
+            js = await interpreter.codes.create_context(SupportedLanguage.JAVASCRIPT)
+            first = await interpreter.codes.run("let n = 6 * 7; console.log('set')", context=js)
+            assert text(first) == "set\n" and first.error is None
+            second = await interpreter.codes.run("n + 1", context=js)
+            assert [r.text for r in second.result] == ["43"]
+            failed = await interpreter.codes.run("null.x", context=js)
+            assert failed.error is not None and failed.error.name == "TypeError"
+            assert all("node:" not in line for line in failed.error.traceback)  # the kernel's own frames are cut
+        await sb.kill()
+        await sb.close()
+
+    run(flow())
+    if not has_node:
+        pytest.skip("no node on this host: javascript contexts were not tried")
 
 
 @pytest.mark.parametrize("mode", ["dns", "dns+nft"])

@@ -243,6 +243,9 @@ class OpenSandboxState:
                 if self.profile.name == "docker":
                     raise ApiError(409, "DOCKER::SANDBOX_NOT_RUNNING", "Sandbox is not in a running state.")
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
+            if "pause" in sb.stall_next:
+                self._stall(sb, "Pausing", "Paused", sb.stall_next.pop("pause"))
+                return
             self._transition(sb, "Pausing", "Paused", self.profile.pause_seconds, sb.fail_next.pop("pause", None))
 
     def resume(self, tenant: str, sandbox_id: str) -> None:
@@ -253,6 +256,9 @@ class OpenSandboxState:
                 if self.profile.name == "docker":
                     raise ApiError(409, "DOCKER::SANDBOX_NOT_PAUSED", "Sandbox is not in a paused state.")
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
+            if "resume" in sb.stall_next:
+                self._stall(sb, "Resuming", "Running", sb.stall_next.pop("resume"))
+                return
             self._transition(sb, "Resuming", "Running", self.profile.resume_seconds, sb.fail_next.pop("resume", None))
 
     def _transition(
@@ -274,6 +280,13 @@ class OpenSandboxState:
             sb.set_state(target, *self.profile.running_status(), self._stamp(sb, target, now))
         else:
             sb.set_state(target, *self.profile.status_for(target), self._stamp(sb, target, now))
+        self.changed(sb)
+
+    def _stall(self, sb: SandboxRecord, via: str, target: str, seconds: float | None) -> None:
+        """Hold the sandbox in ``via`` (an armed stall): ``target`` after ``seconds``, or never (None)."""
+        now = self.clock.now()
+        sb.set_state(via, *self.profile.status_for(via), self._stamp(sb, via, now))
+        sb.pending = None if seconds is None else (target, now + seconds)
         self.changed(sb)
 
     def _stamp(self, sb: SandboxRecord, state: str, now: float) -> float:

@@ -60,6 +60,12 @@ _MESSAGES = {
 }
 
 
+#: The strings pydantic reads as booleans (compared in lower case).
+_BOOL_WORDS = {
+    **dict.fromkeys(("1", "on", "t", "true", "y", "yes"), True),
+    **dict.fromkeys(("0", "off", "f", "false", "n", "no"), False),
+}
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: A string pydantic reads as a Unix time rather than as an ISO date (``"1900000000"``, ``"-1.5"``, ``"1.5e3"``).
 _EPOCH_TEXT = re.compile(r"[+-]?(?:\d+|\d*\.\d*(?:[eE][+-]?\d+)?)", re.ASCII)
@@ -244,14 +250,22 @@ class Checker:
         return result
 
     def boolean(self, value: Any, loc: list[str | int]) -> bool | None:
-        """Return ``value`` as a bool under lax rules, else record an error."""
+        """Return ``value`` as a bool under pydantic's lax rules, else record its error.
+
+        Integers 0 and 1, floats 0.0 and 1.0, and the words of :data:`_BOOL_WORDS` (any case) are booleans;
+        another whole number or string is ``bool_parsing``, anything else (null, 1.5, a list) ``bool_type``.
+        """
         if isinstance(value, bool):
             return value
-        if isinstance(value, int) and value in (0, 1):
+        if isinstance(value, str):
+            word = _BOOL_WORDS.get(value.lower())
+            if word is None:
+                self.add("bool_parsing", loc, value)
+            return word
+        if isinstance(value, int | float) and value in (0, 1):
             return bool(value)
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-            return value.lower() in ("true", "1", "yes", "on")
-        self.add("bool_parsing" if isinstance(value, str) else "bool_type", loc, value)
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        self.add("bool_parsing" if whole else "bool_type", loc, value)
         return None
 
     def str_map(self, value: Any, loc: list[str | int], *, nullable_values: bool = False) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock contracts-real install system-deps sdk-matrix clean
+.PHONY: serve test lint unit bench bench-smoke contracts contracts-mock contracts-real differential install system-deps sdk-matrix clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -103,6 +103,14 @@ contracts-real: install
 		--concurrency $(REAL_CONCURRENCY) --report reports/contracts-real -q
 
 test: lint unit contracts-mock contracts-real bench-smoke
+
+# The randomized differential on a large budget: seeded Hypothesis programs sent to the real opensandbox-server
+# 1.1.1 (on the fake Docker API) and to the OpenSandbox mock; progress, a summary, and exit 1 on any divergence
+# no deviation explains. `make test` runs a small budget of the same campaign (tests/harness/differential/test_runner.py).
+DIFF_STEPS ?= 2000
+DIFF_SEED ?= 20260101
+differential: install
+	$(PY) -m harness.differential.campaign --steps $(DIFF_STEPS) --seed $(DIFF_SEED)
 
 bench: install
 	$(PY) bench/run_all.py

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -112,8 +113,13 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def start_serve(extra: Sequence[str] = (), *, timeout: float = 30.0, quiet: bool = True) -> Served:
-    """Start ``sandproof serve`` on two free ports and return once both answer."""
+def start_serve(
+    extra: Sequence[str] = (), *, timeout: float = 30.0, quiet: bool = True, nofile: int | None = None
+) -> Served:
+    """Start ``sandproof serve`` on two free ports and return once both answer.
+
+    ``nofile`` sets the server's open-files limit (soft and hard) before it starts.
+    """
     ports = {"tensorlake": free_port(), "opensandbox": free_port()}
     command = [
         *python(),
@@ -126,7 +132,7 @@ def start_serve(extra: Sequence[str] = (), *, timeout: float = 30.0, quiet: bool
         str(ports["opensandbox"]),
         *extra,
     ]
-    return _launch(command, ports, timeout=timeout, quiet=quiet)
+    return _launch(command, ports, timeout=timeout, quiet=quiet, nofile=nofile)
 
 
 def start_echo(names: Sequence[str] = ("echo",), *, timeout: float = 30.0) -> Served:
@@ -136,11 +142,20 @@ def start_echo(names: Sequence[str] = ("echo",), *, timeout: float = 30.0) -> Se
     return _launch(command, ports, timeout=timeout, quiet=True)
 
 
-def _launch(command: Sequence[str], ports: dict[str, int], *, timeout: float, quiet: bool) -> Served:
+def _launch(
+    command: Sequence[str], ports: dict[str, int], *, timeout: float, quiet: bool, nofile: int | None = None
+) -> Served:
     """Start ``command`` serving ``ports`` and return once every port answers (stopping it if none does)."""
     started = time.monotonic()
     out = subprocess.DEVNULL if quiet else None
-    proc = subprocess.Popen(command, cwd=ROOT, env=child_env(), stdout=out, stderr=out)
+
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=child_env(), stdout=out, stderr=out, preexec_fn=limit if nofile else None
+    )
     served = Served(proc, ports, started)
     try:
         wait_answering(ports.values(), proc, started + timeout)

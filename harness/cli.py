@@ -1,11 +1,16 @@
 """``sandproof check``: run the contract suite in ``harness/contracts`` against a target and summarise it.
 
 ``sandproof check --target T [--profile ci|thorough] [--report DIR] [-k EXPR] [--list] [--container]
-[--concurrency N] [--strict] [--runtime emulator|linux]``
+[--concurrency N] [--strict] [--runtime emulator|linux] [--allow-reset]``
 runs pytest on the shipped contract modules with the sandproof plugin, prints pytest's progress, then the
 per provider and operation summary and the checks per strength, and exits non-zero when a contract fails (or
 nothing was selected). Only ``spec`` and ``observed`` checks fail a run; a check that differs from one of
 sandproof's own choices is reported as such, and fails the run only with ``--strict``.
+
+A ``tensorlake:URL`` or ``opensandbox:URL`` target is a server the run did not start: a preflight checks the
+URL, that it answers and that it takes the key (a mistake is one line and exit status 2), the run deletes only
+the sandboxes it made, and it never resets the server, moves its clock or arms faults on it unless
+``--allow-reset`` says so (:mod:`harness.targets.live`).
 """
 
 from __future__ import annotations
@@ -68,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=PROVIDERS,
         help="check only this provider (repeatable; default: the providers the target covers)",
     )
+    parser.add_argument(
+        "--allow-reset",
+        action="store_true",
+        help="let the contracts reset a tensorlake:URL or opensandbox:URL server, move its clock and arm faults on it "
+        "(its state is saved first and put back at the end); without it those contracts skip",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="less pytest output")
     return parser
 
@@ -112,6 +123,8 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         argv.append(f"--sandproof-runtime={args.runtime}")
     for provider in getattr(args, "provider", None) or ():
         argv.append(f"--sandproof-provider={provider}")
+    if getattr(args, "allow_reset", False):
+        argv.append("--sandproof-allow-reset")
     if args.list:
         argv.append("--collect-only")
     return argv
@@ -158,6 +171,8 @@ def _print_listing(items: Sequence[pytest.Item], target: Target) -> None:
             continue
         static = [r for r in info.requires if r != "admin"] if target.kind == "url" else list(info.requires)
         reason = target.skip_reason(info.provider, static)
+        if reason is None and "admin" in info.requires and target.kind == "url":
+            reason = target.reset_reason()
         status = f"skip: {reason}" if reason else "runs"
         if reason is None and "admin" in info.requires and target.kind == "url":
             status = "runs if the server has the /_mock admin API"
@@ -183,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         target = parse_target(args.target)
-        target.configure(container=args.container)
+        target.configure(container=args.container, allow_reset=args.allow_reset)
         if not args.list:
             target.preflight()
     except TargetError as exc:

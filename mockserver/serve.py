@@ -23,6 +23,7 @@ from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 
 if TYPE_CHECKING:
     from mockserver.asgi.server import MockServer
+    from mockserver.linux import SandboxLimits
     from mockserver.service import HttpMock
 
 __all__ = [
@@ -39,10 +40,17 @@ __all__ = [
 
 TENSORLAKE_PORT = 8911
 OPENSANDBOX_PORT = 8080
-#: Seconds a connection may take to send a request head (see :mod:`mockserver.asgi.connections`).
+#: Seconds a connection may take to send a request head (:mod:`mockserver.asgi.connections`' default; this
+#: module does not import the web stack, so that ``sandproof env`` starts fast).
 DEFAULT_HEADER_TIMEOUT = 10.0
+#: Seconds a request body may send nothing before its connection is closed (the same module's default).
+DEFAULT_BODY_TIMEOUT = 10.0
 #: Seconds an idle keep-alive connection stays open.
 DEFAULT_KEEP_ALIVE = 5.0
+#: Live sandboxes (both providers together) ``--runtime linux`` holds unless told otherwise: the 2-core,
+#: 24 GB development machine held them with ``sleep 600`` in each (3 fds and 3.4 MB each) and kept answering
+#: (see docs/runtime.md, "Capacity"). The emulator has no limit unless given one.
+DEFAULT_LINUX_MAX_SANDBOXES = 1000
 
 
 @dataclass
@@ -59,10 +67,14 @@ class ServeOptions:
     keep_alive: float = DEFAULT_KEEP_ALIVE
     max_connections: int | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    sandbox_limits: SandboxLimits | None = None
     admin_token: str | None = None
     execd_token: str | None = None
     runtime: str = "emulator"
     scenarios: Sequence[str] = field(default_factory=tuple)
+    max_sandboxes: int | None = None
+    opensandbox_egress_mode: str = "dns"
 
 
 class ServeError(ValueError):
@@ -88,6 +100,9 @@ def build_mocks(
     admin_token: str | None = None,
     execd_token: str | None = None,
     runtime: str = "emulator",
+    max_sandboxes: int | None = None,
+    opensandbox_egress_mode: str = "dns",
+    sandbox_limits: SandboxLimits | None = None,
 ) -> dict[str, HttpMock]:
     """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
 
@@ -97,9 +112,15 @@ def build_mocks(
     each their own tenant. ``admin_token`` guards both admin APIs; ``execd_token`` makes OpenSandbox
     endpoints carry and execd require ``X-EXECD-ACCESS-TOKEN``. ``runtime`` is ``emulator`` (default) or
     ``linux`` (real processes; :class:`ServeError` with the one requirements message where it cannot run).
+    ``max_sandboxes`` caps the live sandboxes of both mocks together (None: :data:`DEFAULT_LINUX_MAX_SANDBOXES`
+    on linux, no cap on the emulator); past it a create gets the provider's capacity error.
+    ``opensandbox_egress_mode`` is the OpenSandbox server's ``[egress] mode``: ``dns`` or ``dns+nft``.
+    ``sandbox_limits`` are the linux sandboxes' default pids, memory and disk limits.
     """
+    from mockserver.core.capacity import Capacity
     from mockserver.opensandbox import OpenSandboxMock
     from mockserver.opensandbox.model.auth import pinned_keys
+    from mockserver.opensandbox.model.config import ENFORCEMENT_MODES
     from mockserver.tensorlake import TensorLakeMock
 
     def clock() -> VirtualClock:
@@ -110,6 +131,10 @@ def build_mocks(
     keys = list(api_keys)
     if runtime not in ("emulator", "linux"):
         raise ServeError(f"--runtime must be emulator or linux, got {runtime!r}")
+    if max_sandboxes is not None and max_sandboxes < 1:
+        raise ServeError(f"--max-sandboxes must be 1 or more, got {max_sandboxes}")
+    if opensandbox_egress_mode not in ENFORCEMENT_MODES:
+        raise ServeError(f"--opensandbox-egress-mode must be dns or dns+nft, got {opensandbox_egress_mode!r}")
     if runtime == "linux":
         from mockserver.linux.requirements import check_requirements
 
@@ -117,12 +142,29 @@ def build_mocks(
         if not report.ok:
             raise ServeError(report.message())
     chosen: Literal["emulator", "linux"] = "linux" if runtime == "linux" else "emulator"
+    if max_sandboxes is None and chosen == "linux":
+        max_sandboxes = DEFAULT_LINUX_MAX_SANDBOXES
+    capacity = Capacity(max_sandboxes)
     extra = provider_keys or {}
     tensorlake_keys = [*keys, *extra.get("tensorlake", ())]
     opensandbox_keys = [*keys, *extra.get("opensandbox", ())]
-    tensorlake = TensorLakeMock(seed=seed, clock=clock(), api_keys=tensorlake_keys or None, runtime=chosen)
+    tensorlake = TensorLakeMock(
+        seed=seed,
+        clock=clock(),
+        api_keys=tensorlake_keys or None,
+        runtime=chosen,
+        capacity=capacity,
+        sandbox_limits=sandbox_limits,
+    )
     opensandbox = OpenSandboxMock(
-        seed=seed, clock=clock(), api_key=pinned_keys(opensandbox_keys), execd_token=execd_token, runtime=chosen
+        seed=seed,
+        clock=clock(),
+        api_key=pinned_keys(opensandbox_keys),
+        execd_token=execd_token,
+        enforcement_mode=opensandbox_egress_mode,
+        runtime=chosen,
+        capacity=capacity,
+        sandbox_limits=sandbox_limits,
     )
     mocks: dict[str, HttpMock] = {"tensorlake": tensorlake, "opensandbox": opensandbox}
     for mock in mocks.values():
@@ -188,9 +230,11 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given.
 
     With a state file, every request's changes are committed to it (SQLite, see :mod:`mockserver.state_db`)
-    before its response goes out; a JSON state file of an older version is imported first.
+    before its response goes out; a JSON state file of an older version is imported first. The soft limit
+    of open files is raised to the hard limit first (connections and the linux runtime's sandboxes use them).
     """
     from mockserver.asgi.server import MockServer
+    from mockserver.linux.fdlimit import raise_soft_limit
 
     if not is_loopback(options.host) and not options.admin_token:
         raise ServeError(
@@ -208,6 +252,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         scenarios = load_scenarios(options.scenarios)
     except ScenarioError as exc:
         raise ServeError(str(exc)) from exc
+    soft, hard = raise_soft_limit()
     mocks = build_mocks(
         seed=options.seed,
         clock_mode=options.clock,
@@ -216,6 +261,9 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         admin_token=options.admin_token,
         execd_token=options.execd_token,
         runtime=options.runtime,
+        max_sandboxes=options.max_sandboxes,
+        opensandbox_egress_mode=options.opensandbox_egress_mode,
+        sandbox_limits=options.sandbox_limits,
     )
     store = None
     apps = {name: mock.app for name, mock in mocks.items()}
@@ -246,6 +294,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
             timeout_keep_alive=options.keep_alive,
             max_connections=options.max_connections,
             header_timeout=options.header_timeout,
+            body_timeout=options.body_timeout,
         )
         for name, mock in mocks.items()
     }
@@ -257,6 +306,9 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         for name, server in servers.items():
             server.wait_started()
             out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
+        limit = options.max_sandboxes or (DEFAULT_LINUX_MAX_SANDBOXES if options.runtime == "linux" else None)
+        cap = "no cap on" if limit is None else f"at most {limit}"
+        out(f"{'sandboxes':<12} {cap} live sandboxes (both APIs together); open files limit {soft} (hard {hard})")
         try:
             for line in scenarios.once_serving(mocks, {n: s.url for n, s in servers.items()}, options.execd_token):
                 out(line)

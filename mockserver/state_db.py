@@ -12,6 +12,15 @@
 * the HTTP wrapper (:class:`mockserver.asgi.commit.CommitBeforeSend`) commits before a response's first
   byte goes out, and again before a streamed body ends, so an acknowledged change is on disk.
 
+One record can never stop the store. The mocks refuse text that is not Unicode at the door
+(:mod:`mockserver.core.jsontext`), but a value holding a lone surrogate that got in anyway is written with
+ASCII escapes (``\\ud800``), which load back as the same value. A record that cannot be written as JSON at
+all is left out of the transaction: every other row is written, the database keeps that record's last
+saved version, its key is not retried, and :meth:`StateStore.commit` raises :class:`UnsavedRecords` so the
+request that changed it is refused (503 ``state_not_saved``) while every other request is served and saved.
+A failed write of the database itself (a full disk) is different: the changes stay marked and the next
+commit retries them.
+
 What is durable: what ``/_mock/snapshot`` returns (sandboxes with their files, snapshots, sessions, timings,
 clock, DNS) plus the id generator. Fault rules, the journal, queued create outcomes and the accepted API keys
 are a test's instrumentation, not the provider's state, and start afresh (as they are not in a snapshot). A
@@ -44,7 +53,7 @@ from mockserver.core.changes import Persistent, Row, Taken
 from mockserver.core.mock import MockCore
 from mockserver.state_file import load_state
 
-__all__ = ["IMPORTED_SUFFIX", "SCHEMA_VERSION", "StateStore", "is_sqlite"]
+__all__ = ["IMPORTED_SUFFIX", "SCHEMA_VERSION", "StateStore", "UnsavedRecords", "is_sqlite"]
 
 SCHEMA_VERSION = 1
 IMPORTED_SUFFIX = ".json-imported"
@@ -67,6 +76,17 @@ _UPSERT = (
 )
 _DELETE = "DELETE FROM records WHERE mock = ? AND kind = ? AND key = ?"
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_dumps_ascii = json.JSONEncoder(separators=(",", ":")).encode
+Upsert = tuple[str, str, str, int, str]
+
+
+class UnsavedRecords(RuntimeError):
+    """Some changed records could not be written as JSON: the rest of the commit was written, these were not."""
+
+    def __init__(self, keys: list[tuple[str, str, str]], reason: str) -> None:
+        shown = ", ".join(f"{mock}/{kind}/{key}" for mock, kind, key in keys[:5])
+        super().__init__(f"{len(keys)} record(s) could not be written ({shown}): {reason}")
+        self.keys = keys
 
 
 def is_sqlite(path: Path) -> bool:
@@ -115,6 +135,7 @@ class StateStore:
         #: Rows written and transactions committed since :meth:`open` (for tests and benchmarks).
         self.rows_written = 0
         self.transactions = 0
+        self._unsaved_reason = ""
 
     # -- opening -----------------------------------------------------------------------------------
 
@@ -243,8 +264,9 @@ class StateStore:
                     writes.append((tracked, Taken(everything, taken.keys), rows, core))
             if not writes:
                 return 0
+            unsaved: list[tuple[str, str, str]] = []
             try:
-                count = self._write(writes)
+                count = self._write(writes, unsaved)
             except BaseException:
                 for tracked, taken, _rows, _core in writes:
                     tracked.model.changes.give_back(taken)
@@ -253,12 +275,18 @@ class StateStore:
                 raise
             for tracked, _taken, _rows, _core in writes:
                 tracked.rewrite = False
+            if unsaved:
+                raise UnsavedRecords(unsaved, self._unsaved_reason)
             return count
 
-    def _write(self, writes: Iterable[tuple[_Tracked, Taken, list[Row], list[Row]]]) -> int:
+    def _write(
+        self,
+        writes: Iterable[tuple[_Tracked, Taken, list[Row], list[Row]]],
+        unsaved: list[tuple[str, str, str]],
+    ) -> int:
+        """Write the rows in one transaction; a row that is not JSON goes to ``unsaved`` and is left out."""
         assert self._conn is not None
-        conn = self._conn
-        upserts: list[tuple[str, str, str, int, str]] = []
+        upserts: list[Upsert] = []
         deletes: list[tuple[str, str, str]] = []
         wipe: list[str] = []
         for tracked, taken, rows, core in writes:
@@ -267,8 +295,25 @@ class StateStore:
             for row in (*rows, *core):
                 if row.body is None:
                     deletes.append((tracked.name, row.kind, row.key))
-                else:
-                    upserts.append((tracked.name, row.kind, row.key, next(self._seq), _dumps(row.body)))
+                    continue
+                try:
+                    text = _dumps(row.body)
+                except (TypeError, ValueError, RecursionError) as exc:  # not JSON: this record only is left out
+                    unsaved.append((tracked.name, row.kind, row.key))
+                    self._unsaved_reason = f"{type(exc).__name__}: {exc}"
+                    continue
+                upserts.append((tracked.name, row.kind, row.key, next(self._seq), text))
+        try:
+            self._transaction(wipe, deletes, upserts)
+        except UnicodeEncodeError:  # a lone surrogate in some row: write those rows with ASCII escapes
+            self._transaction(wipe, deletes, [_as_ascii(upsert) for upsert in upserts])
+        self.rows_written += len(upserts) + len(deletes)
+        self.transactions += 1
+        return len(upserts) + len(deletes)
+
+    def _transaction(self, wipe: list[str], deletes: list[tuple[str, str, str]], upserts: list[Upsert]) -> None:
+        assert self._conn is not None
+        conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             for name in wipe:
@@ -281,9 +326,6 @@ class StateStore:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        self.rows_written += len(upserts) + len(deletes)
-        self.transactions += 1
-        return len(upserts) + len(deletes)
 
     def _core_rows(self, tracked: _Tracked, *, force: bool) -> list[Row]:
         """Return the core rows (clock, DNS, ids) that moved since they were last written."""
@@ -324,6 +366,18 @@ class StateStore:
                 self._conn = None
             for tracked in self._tracked:
                 tracked.model.changes.enabled = False
+
+
+def _as_ascii(upsert: Upsert) -> Upsert:
+    """Return an upsert whose body text is UTF-8-encodable: re-encoded with ASCII escapes when it is not."""
+    mock, kind, key, seq, text = upsert
+    if text.isascii():
+        return upsert
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return (mock, kind, key, seq, _dumps_ascii(json.loads(text)))
+    return upsert
 
 
 def _companions(path: Path) -> list[Path]:

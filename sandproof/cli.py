@@ -11,6 +11,10 @@ import argparse
 import importlib.util
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mockserver.linux.limits import SandboxLimits
 
 __all__ = ["HARNESS_MODULES", "main", "missing_harness", "parser"]
 
@@ -25,7 +29,12 @@ def missing_harness() -> list[str]:
 
 def _serve_options(cmd: argparse.ArgumentParser) -> None:
     """Add ``serve``'s own options to ``cmd``; every help text names the default."""
-    from mockserver.serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_KEEP_ALIVE
+    from mockserver.serve import (
+        DEFAULT_BODY_TIMEOUT,
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_KEEP_ALIVE,
+        DEFAULT_LINUX_MAX_SANDBOXES,
+    )
 
     cmd.add_argument(
         "--api-key",
@@ -73,10 +82,61 @@ def _serve_options(cmd: argparse.ArgumentParser) -> None:
         "(needs root, bubblewrap, nftables, iproute2; see docs/runtime.md) (default: %(default)s)",
     )
     cmd.add_argument(
+        "--max-sandboxes",
+        type=int,
+        default=None,
+        help="live sandboxes both APIs may hold together; past it a create gets the provider's capacity error "
+        f"(TensorLake no_capacity, OpenSandbox 429 POOL_CAPACITY_EXHAUSTED) (default: {DEFAULT_LINUX_MAX_SANDBOXES} "
+        "with --runtime linux, no cap with the emulator)",
+    )
+    cmd.add_argument(
+        "--opensandbox-egress-mode",
+        choices=["dns", "dns+nft"],
+        default="dns",
+        help="the OpenSandbox egress sidecar's mode, the real server's [egress] mode: dns (names only) or dns+nft "
+        "(also enforced on IP addresses) (default: %(default)s)",
+    )
+    cmd.add_argument(
         "--header-timeout",
         type=float,
         default=DEFAULT_HEADER_TIMEOUT,
         help="seconds a connection may take to send a request head before it is closed (default: %(default)s)",
+    )
+    cmd.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT,
+        help="seconds a request body may send nothing before its connection is closed (default: %(default)s)",
+    )
+    cmd.add_argument(
+        "--sandbox-pids",
+        type=int,
+        default=None,
+        help="linux runtime: tasks (processes and threads) per sandbox (default: 1024)",
+    )
+    cmd.add_argument(
+        "--sandbox-memory",
+        default=None,
+        help="linux runtime: memory limit of a sandbox whose create request names none, e.g. 2G (default: 2G)",
+    )
+    cmd.add_argument(
+        "--sandbox-disk",
+        default=None,
+        help="linux runtime: writable storage of a sandbox whose create request names none (default: 10G)",
+    )
+
+
+def _sandbox_limits(args: argparse.Namespace) -> SandboxLimits | None:
+    """Return the limits the ``--sandbox-*`` options ask for (None: the defaults); ValueError if unreadable."""
+    if args.sandbox_memory is None and args.sandbox_pids is None and args.sandbox_disk is None:
+        return None
+    from mockserver.linux.limits import SandboxLimits, parse_size
+
+    defaults = SandboxLimits()
+    return SandboxLimits(
+        memory_bytes=parse_size(args.sandbox_memory) if args.sandbox_memory else defaults.memory_bytes,
+        pids=args.sandbox_pids if args.sandbox_pids is not None else defaults.pids,
+        disk_bytes=parse_size(args.sandbox_disk) if args.sandbox_disk else defaults.disk_bytes,
     )
 
 
@@ -133,6 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         from mockserver.serve import ServeError, ServeOptions, serve
 
+        try:
+            limits = _sandbox_limits(args)
+        except ValueError as exc:
+            print(f"sandproof serve: {exc}", file=sys.stderr)
+            return 2
         options = ServeOptions(
             host=args.host,
             tensorlake_port=args.tensorlake_port,
@@ -144,10 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             keep_alive=args.keep_alive,
             max_connections=args.max_connections,
             header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            sandbox_limits=limits,
             admin_token=args.admin_token,
             execd_token=args.execd_token,
             runtime=args.runtime,
             scenarios=tuple(args.scenario),
+            max_sandboxes=args.max_sandboxes,
+            opensandbox_egress_mode=args.opensandbox_egress_mode,
         )
         try:
             return serve(options, out=lambda line: print(line, flush=True))

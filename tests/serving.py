@@ -1,15 +1,34 @@
-"""``sandproof serve`` as a subprocess on free ports, for the tests that reach the served mocks over HTTP only."""
+"""``sandproof serve`` as a subprocess on free ports, for the tests that reach the served mocks over HTTP only.
+
+:func:`bench_module` imports one of the ``bench/`` scripts (a folder of scripts, not a package) for the tests
+that run a short version of a benchmark.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+
+
+def bench_module(name: str) -> ModuleType:
+    """Import ``bench/<name>.py`` as a module (its folder goes on the path for its own imports)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"sandproof_bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 @contextmanager

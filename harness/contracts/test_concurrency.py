@@ -11,8 +11,9 @@ server failed without saying what took effect: the operation counts as lost (it 
 effect), as a dropped connection does; the 5xx itself is for the API contracts to judge.
 
 Budget from the Hypothesis profile: ``max(50, 1.5 * max_examples)`` operations per client (``ci``: 90).
-With the ``/_mock`` admin API the target is reset and its clock held (manual) for the run, and error codes
-are compared too; without it the run deletes what it created. The seed is ``--hypothesis-seed`` when given,
+With the ``/_mock`` admin API of a target the run may reset (the mock target, or a URL with ``--allow-reset``) the
+target is reset and its clock held (manual) for the run, and error codes are compared too; otherwise the run
+deletes what it created and touches nothing else. The seed is ``--hypothesis-seed`` when given,
 else random; a failure prints it with the replay command and the witnesses (see ``docs/harness.md``). The outcome
 is recorded under the provider's tagged contract (:data:`harness.concurrency.runner.CONTRACTS`, ``spec``). With
 ``--sandproof-report=DIR`` each provider's history and verdicts go to ``DIR/concurrency-<provider>.json``.
@@ -65,7 +66,7 @@ def test_concurrent_histories_are_linearizable(
     if sandproof_target.kind == "cloud":
         pytest.skip("the concurrency contract is not run against the real cloud (it creates sandboxes fast)")
     url = sandproof_target.url(provider)
-    admin = sandproof_target.admin_client(provider) if sandproof_target.admin_available(provider) else None
+    admin = sandproof_target.admin_client(provider) if sandproof_target.admin_writable(provider) else None
     state = sandproof_state(request.config)
     dump = state.report_dir / f"concurrency-{provider}.json" if state.report_dir is not None else None
     seed = _seed()

@@ -3,15 +3,16 @@
 One test per rule group of :data:`harness.machines.tensorlake.machine.OPERATIONS` (``lifecycle``, ``update``,
 ``ports-ingress``, ``suspend-resume``, ``egress-probe``, ``faults``, ``timeouts`` and ``state-machine``, which
 runs every rule together), each reported as its own operation. ``faults`` and ``timeouts`` need the ``/_mock``
-admin API. On the ``mock`` target the machine drives the in-process threaded mock over its loopback URL; on
+admin API of a target the run may reset (a URL target only with ``--allow-reset``). On the ``mock`` target the machine drives the in-process threaded mock over its loopback URL; on
 ``tensorlake-cloud`` it drives the real service (lifecycle calls go to the ``sandbox.`` host, as the SDK's
 do) and its egress probes run ``getent``/``curl`` inside real sandboxes.
 
 Budget from the Hypothesis profile: ``state-machine`` runs ``max_examples // 2`` programs, every other group
 ``max_examples // GROUP_SHARE`` (at least ``MIN_EXAMPLES``); programs are 10 steps long up to 100 examples,
 30 above (``thorough``). A failure prints the shrunk program, ``@reproduce_failure`` and the seed with the
-command line that replays it. Without ``TENSORLAKE_API_KEY`` a ``tensorlake:URL`` target gets the key
-``sandproof-key`` (a sandproof mock accepts any key).
+command line that replays it. A ``tensorlake:URL`` target gets the key in ``TENSORLAKE_API_KEY`` (the preflight
+stops the run when the server wants one and it is not set), or a key of the run's own when the server takes
+any key (a sandproof mock: the run is then a tenant of its own).
 """
 
 from __future__ import annotations

@@ -46,6 +46,10 @@ _PATHS = {
     "resume": ("POST", "/{id}/resume"),
     "renew": ("POST", "/{id}/renew-expiration"),
     "endpoint": ("GET", "/{id}/endpoints/{port}"),
+    "policy-get": ("GET", "/{id}/networkpolicy"),
+    "policy-put": ("PUT", "/{id}/networkpolicy"),
+    "policy-patch": ("PATCH", "/{id}/networkpolicy"),
+    "policy-delete": ("DELETE", "/{id}/networkpolicy"),
 }
 
 

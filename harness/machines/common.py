@@ -237,8 +237,12 @@ def contract_params(provider: str, operations: Iterable[str], admin_operations: 
 
 
 def admin_session(target: Target, provider: str) -> Iterator[AdminClient | None]:
-    """Yield the target's admin client (None without the admin API), restoring its clock mode and state after."""
-    if not target.admin_available(provider):
+    """Yield the target's admin client, restoring its clock mode and state after.
+
+    None without the admin API, or on a server the run did not start unless it may reset it (``--allow-reset``):
+    the machines then run as against any deployment (labelled sandboxes, deleted at the end, no reset).
+    """
+    if not target.admin_writable(provider):
         yield None
         return
     client = target.admin_client(provider)

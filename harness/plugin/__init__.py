@@ -5,6 +5,8 @@ installed. Importing it has no side effects; everything happens in hooks, per py
 are only imported and started when a fixture or contract test needs them.
 
 Options: ``--sandproof-target=T`` (default ``mock``), ``--sandproof-container``, ``--sandproof-report=DIR``,
+``--sandproof-allow-reset`` (the contracts may reset a URL target, move its clock and arm faults on it; its
+state is put back at the end; without it those contracts skip, see :mod:`harness.targets.live`),
 ``--sandproof-provider=P`` (repeatable; run only those providers' contracts), ``--sandproof-concurrency=N``
 (clients of the concurrency contract, default 4; 0 skips it), ``--sandproof-strict`` (a check that differs
 from sandproof's own choice fails the run too; by default only ``spec`` and ``observed`` checks do, see
@@ -18,6 +20,10 @@ Markers: ``contract(provider, operation, requires=("api",))``, ``sdk(provider, o
 where it cannot run). Fixtures: ``sandproof_target``, ``sandproof_runtime``, ``tensorlake_mock``,
 ``tensorlake_sdk_args``, ``opensandbox_mock``, ``opensandbox_asgi``. ``--sandproof-sdk-env`` (or the ini ``sandproof_sdk_env = true``) exports the mocks'
 SDK environment before test modules are imported.
+The real-cloud guard (:mod:`harness.plugin.guard`, the autouse ``cloud_guard`` fixture): a test that uses one of
+those fixtures runs with its HTTP(S) proxy variables pointing at a loopback tripwire, so an SDK call bound for a
+host beyond this machine is trapped, never sent, and fails the test with one message; ``sandproof_cloud``
+(marker) lets a test out, and the ``tensorlake-cloud`` target is never guarded.
 The per-run state lives in :mod:`harness.plugin.state`, the Hypothesis profiles in
 :mod:`harness.plugin.profiles`; their public names are re-exported here. The hooks below are thin: the
 options, markers and run configuration are in :mod:`harness.plugin.options`, the collection skips in
@@ -33,8 +39,9 @@ from typing import Any
 
 import pytest
 
-from harness.plugin import collection, progress, reports
+from harness.plugin import collection, guard, progress, reports
 from harness.plugin.fixtures import (
+    cloud_guard,
     export_sdk_env,
     opensandbox_asgi,
     opensandbox_mock,
@@ -77,6 +84,7 @@ __all__ = [
     "STATE_KEY",
     "ContractInfo",
     "SandproofState",
+    "cloud_guard",
     "contract_info",
     "current_profile",
     "linux_problem",
@@ -154,11 +162,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """Open the test's strength ledger and count the Hypothesis examples a contract test runs."""
+    """Open the test's strength ledger and count the Hypothesis examples a contract test runs; fail a guarded
+    test that sent anything beyond this machine."""
     state = item.config.stash.get(STATE_KEY, None)
     if state is None:
         return (yield)
-    return (yield from progress.run_contract(state, item))
+    result = yield from progress.run_contract(state, item)
+    trapped = item.stash.get(guard.TRAPPED_KEY, None)
+    escaped = trapped.new() if trapped is not None else []
+    if escaped:
+        pytest.fail(guard.message(escaped), pytrace=False)
+    return result
 
 
 @pytest.hookimpl(wrapper=True)

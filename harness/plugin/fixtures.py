@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.plugin.state import SandproofState, sandproof_state
+from harness.plugin import guard
+from harness.plugin.state import STATE_KEY, SandproofState, sandproof_state
 from harness.targets import PROVIDERS, RunningMock, Target, TargetError
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "cloud_guard",
     "export_sdk_env",
     "opensandbox_asgi",
     "opensandbox_mock",
@@ -49,10 +51,51 @@ def export_sdk_env(state: SandproofState) -> None:
     state.on_close(patch.undo)
 
 
+def _tripwire(state: SandproofState) -> guard.Tripwire:
+    """Return the run's tripwire, started on the first guarded test and stopped when the run ends."""
+    found = state.tripwire
+    if found is None:
+        found = state.tripwire = guard.Tripwire()
+        state.on_close(found.close)
+    assert isinstance(found, guard.Tripwire)
+    return found
+
+
+@pytest.fixture(autouse=True)
+def cloud_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Trap and fail what a test using sandproof's fixtures sends beyond this machine (see :mod:`.guard`)."""
+    state = request.config.stash.get(STATE_KEY, None)
+    if state is None or not guard.should_guard(request.node, state.target.kind):
+        yield
+        return
+    target_urls: list[str] = []
+    if state.target.kind == "url":  # a deployment the run was pointed at may live beyond loopback
+        try:
+            target_urls = list(state.target.urls.values())
+        except TargetError:
+            target_urls = []  # the test's own use of the target reports why it did not start
+    with guard.guarded_env(_tripwire(state), target_urls) as trapped:
+        request.node.stash[guard.TRAPPED_KEY] = trapped
+        yield
+    escaped = trapped.new()  # what setup or teardown sent (the call phase reports its own)
+    if escaped:
+        pytest.fail(guard.message(escaped), pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def sandproof_target(request: pytest.FixtureRequest) -> Target:
-    """Return the run's target (started on first use of a URL, mock or admin client; stopped at the end)."""
-    return sandproof_state(request.config).target
+    """Return the run's target (started on first use of a URL, mock or admin client; stopped at the end).
+
+    A URL target is preflighted first (:meth:`Target.preflight`): a setup mistake ends the run with its one
+    line and exit status 2 before any contract runs.
+    """
+    target = sandproof_state(request.config).target
+    if target.kind == "url":
+        try:
+            target.preflight()
+        except TargetError as exc:
+            pytest.exit(f"sandproof: {exc}", returncode=2)
+    return target
 
 
 def _serve_mock(request: pytest.FixtureRequest, provider: str) -> Iterator[RunningMock]:

@@ -68,6 +68,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="fail on checks that differ from sandproof's own choices too (default: only spec and observed fail)",
     )
     group.addoption(
+        "--sandproof-allow-reset",
+        action="store_true",
+        default=False,
+        help="let the contracts reset a tensorlake:URL or opensandbox:URL server, move its clock and arm faults on "
+        "it (its state is saved first and put back at the end); without it they skip",
+    )
+    group.addoption(
         "--sandproof-provider",
         action="append",
         choices=PROVIDERS,
@@ -111,7 +118,7 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def add_markers(config: pytest.Config) -> None:
-    """Register the ``contract``, ``sdk`` and ``runtime`` markers."""
+    """Register the ``contract``, ``sdk``, ``runtime`` and ``sandproof_cloud`` markers."""
     config.addinivalue_line(
         "markers",
         "contract(provider, operation, requires=('api',)): a sandproof contract test; skipped when the "
@@ -125,6 +132,11 @@ def add_markers(config: pytest.Config) -> None:
         "runtime(name): the test needs this sandbox runtime; runtime('linux') skips with the requirements "
         "message where the linux runtime cannot run",
     )
+    config.addinivalue_line(
+        "markers",
+        "sandproof_cloud: let a test that uses sandproof's fixtures reach hosts beyond this machine (the real-cloud "
+        "guard otherwise traps and fails such a call)",
+    )
 
 
 def build_state(config: pytest.Config, check_linux: Callable[[], str | None]) -> SandproofState:
@@ -137,7 +149,7 @@ def build_state(config: pytest.Config, check_linux: Callable[[], str | None]) ->
     try:
         target = parse_target(config.getoption("sandproof_target"))
         container = bool(config.getoption("sandproof_container"))
-        target.configure(container=container)
+        target.configure(container=container, allow_reset=bool(config.getoption("sandproof_allow_reset")))
     except TargetError as exc:
         raise pytest.UsageError(f"--sandproof-target: {exc}") from exc
     load_env_profile(config)

@@ -89,6 +89,7 @@ class SandproofState:
     last_user: dict[int, str] = field(default_factory=dict)
     runtime: str = "emulator"
     runtime_problem: str | None = None
+    tripwire: Any = None
     _mocks: MockStack = field(default_factory=MockStack)
     _closers: list[Callable[[], None]] = field(default_factory=list)
 

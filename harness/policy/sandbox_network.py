@@ -10,7 +10,9 @@ The ``spec`` checks follow the NeMo Gym page: ``inherit`` leaves the spec alone;
 ``model_and_tools`` limit egress to the model server (and the tool servers), every port of each, which the
 engine must confirm host by host; the four rejections raise ``AgentSeedRejectedError``, a ``ValueError``.
 Which endpoints count as unreachable was measured on NeMo Gym 0.7.0 (``observed``); rejecting an unknown mode
-and a required tool that is not granted are sandproof's choices.
+and a required tool that is not granted are sandproof's choices. ``boundary_hosts`` enumerates, on every run, the
+neighbours of a granted host (:mod:`harness.policy.boundaries`) and expects the reference function's policy,
+judged by the reference engine, to be matched.
 """
 
 from __future__ import annotations
@@ -24,13 +26,23 @@ from urllib.parse import urlsplit
 from hypothesis import strategies as st
 
 from contracts import sandbox_network as reference
+from contracts.opensandbox_adapter import reference_engine as opensandbox_reference
 from contracts.sandbox_network import (
     OpenSandboxNetworkProvider,
     PlainSandboxProvider,
     SandboxSpec,
     TensorLakeNetworkProvider,
 )
-from harness.policy.tensorlake.runner import CheckFailed, CheckResult, expect, run_named, run_property
+from contracts.tensorlake_adapter import reference_engine as tensorlake_reference
+from harness.policy.boundaries import Probe, address_probes, name_probes
+from harness.policy.tensorlake.runner import (
+    CheckFailed,
+    CheckResult,
+    expect,
+    run_examples,
+    run_named,
+    run_property,
+)
 from harness.strength import Contract, choice, observed, spec, tagged
 from harness.strength.observations import published
 
@@ -325,6 +337,62 @@ def check_unknown_settings(
     return run_property("unknown_settings_rejected", _cases, _choices, subject, max_examples, derandomize, shrink)
 
 
+#: Model URLs whose host's neighbours the boundary check probes: a name with a port, in capitals, with a trailing
+#: dot, a name one label below another, and an address.
+BOUNDARY_URLS = (
+    "http://model.example.com:8000/v1",
+    "https://API.Model.Example.com/v1",
+    "http://model.example.com.:8000",
+    "http://api.model.example.com",
+    "http://10.1.2.3:9000",
+)
+
+
+def _reference_subject(subject: Subject) -> Subject:
+    """Return the reference function judged by the reference engine of the subject's provider."""
+    kind = subject.engine.kind
+    return Subject(
+        reference.restrict_sandbox_network, tensorlake_reference if kind == "tensorlake" else opensandbox_reference
+    )
+
+
+def _host_probes(host: str) -> list[Probe]:
+    """Return the documented neighbours of a granted host (its parent domain too for a name)."""
+    if _is_ip(host):
+        return address_probes(host)
+    base = host.rstrip(".")
+    parent = base.split(".", 1)[1] if base.count(".") > 1 else None
+    return name_probes(base) + ([Probe("parent domain", parent)] if parent else [])
+
+
+def _boundary_hosts(subject: Subject) -> None:
+    expected = _reference_subject(subject)
+    for url in BOUNDARY_URLS:
+        host = _host(url)
+        for provider in subject.providers():
+            want = reference.restrict_sandbox_network(SPEC, "model_only", provider, url)
+            got = subject.restrict(SPEC, "model_only", provider, url)
+            for probe in _host_probes(host):
+                where = probe.destination
+                if not subject.judges([where]):
+                    continue
+                mine, theirs = subject.reaches(provider, got, where), expected.reaches(provider, want, where)
+                if mine != theirs:
+                    state = "reachable" if mine else "blocked"
+                    raise CheckFailed(
+                        f"{probe.neighbour}: model_only for {url} via {provider.name}: {where} is {state}, the "
+                        f"reference {'reachable' if theirs else 'blocked'} [{got.provider_options!r}]"
+                    )
+
+
+@tagged(SUITE, "boundary_hosts", spec("ng.limits-egress", "ng.every-port"))
+def check_boundary_hosts(
+    subject: Subject, *, max_examples: int = 60, derandomize: bool = True, shrink: bool = True
+) -> CheckResult:
+    """The granted model host's neighbours (apex, deeper names, the suffix without the dot, ±1 addresses) decide as the reference's policy does."""
+    return run_examples("boundary_hosts", subject, _boundary_hosts)
+
+
 _ORDERED = (
     check_inherit,
     check_model_only,
@@ -333,6 +401,7 @@ _ORDERED = (
     check_unreachable,
     check_reachable,
     check_unknown_settings,
+    check_boundary_hosts,
 )
 CHECKS: dict[str, Callable[..., CheckResult]] = {getattr(c, "contract").name: c for c in _ORDERED}  # noqa: B009
 CONTRACTS: dict[str, Contract] = {name: getattr(c, "contract") for name, c in CHECKS.items()}  # noqa: B009

@@ -3,8 +3,9 @@
 ``sandproof record --upstream URL --provider P --port N --out cassette.jsonl`` serves the recording proxy on
 127.0.0.1:N until interrupted; point the SDK at ``http://127.0.0.1:N`` (``sandproof env`` style variables).
 
-``sandproof replay cassette.jsonl [more.jsonl | DIR ...] --target URL|mock`` replays each cassette and prints
-its differences; the exit status is 1 when any difference is not a known deviation, 2 on bad input.
+``sandproof replay cassette.jsonl [more.jsonl | DIR ...] --target URL|mock [--ignore JSONPATH ...]`` replays
+each cassette and prints its differences; the exit status is 1 when any difference is neither a known
+deviation nor under an ``--ignore`` path (see :mod:`harness.recording.normalise`), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from harness.recording.cassette import CassetteError, read_cassette
+from harness.recording.normalise import IgnoreRule
 from harness.recording.proxy import is_loopback_url, recording
 from harness.recording.replay import Replayer, serve_target
 from mockserver.core.environment import DEFAULT_API_KEY, PROVIDERS
@@ -94,6 +96,14 @@ def replay_parser() -> argparse.ArgumentParser:
     parser.add_argument("cassettes", nargs="+", type=Path, help="cassette files, or directories of *.jsonl")
     parser.add_argument("--target", required=True, help="a base URL, or 'mock' for a fresh in-process mock")
     parser.add_argument("--api-key", default=DEFAULT_API_KEY, help=f"the key to send (default {DEFAULT_API_KEY})")
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="JSONPATH",
+        help="do not count differences at this path of the compared answer (repeatable), e.g. '$.body..timestamp', "
+        "'$.header.vary', '$.body.headers'; the subset: $, .name, ['name'], [N], *, ..",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary lines")
     return parser
 
@@ -101,6 +111,11 @@ def replay_parser() -> argparse.ArgumentParser:
 def replay_main(argv: Sequence[str]) -> int:
     """Replay cassettes; 0 when only known deviations differ, 1 otherwise, 2 on bad input."""
     args = replay_parser().parse_args(list(argv))
+    try:
+        ignore = [IgnoreRule.parse(text) for text in args.ignore]
+    except ValueError as exc:
+        print(f"sandproof replay: {exc}", file=sys.stderr)
+        return 2
     files: list[Path] = []
     for item in args.cassettes:
         files += sorted(item.glob("*.jsonl")) if item.is_dir() else [item]
@@ -112,7 +127,7 @@ def replay_main(argv: Sequence[str]) -> int:
         try:
             cassette = read_cassette(path)
             with serve_target(args.target, cassette.header.provider, args.api_key) as url:
-                report = Replayer(url, api_key=args.api_key).replay(cassette, path.name)
+                report = Replayer(url, api_key=args.api_key, ignore=ignore).replay(cassette, path.name)
         except (OSError, CassetteError, ValueError) as exc:
             print(f"sandproof replay: {path}: {exc}", file=sys.stderr)
             return 2

@@ -1,8 +1,9 @@
 """SDK flows to record: short, self-cleaning runs of each provider's real SDK, one cassette per flow.
 
-Each flow makes its own sandbox and deletes it. The OpenSandbox flows skip the SDK's execd health check, so
-they run against any lifecycle server (the real opensandbox-server on a fake Docker API has no execd); the
-TensorLake flows also run a command (an SSE stream) and move a file.
+Each flow makes its own sandbox and deletes it. The OpenSandbox flows of :data:`FLOWS` skip the SDK's execd
+health check, so they run against any lifecycle server (the real opensandbox-server on a fake Docker API has
+no execd); ``commands`` (:data:`EXTRA_FLOWS`) runs commands through execd and moves a file, so it is recorded
+only when named (``--flow commands``). The TensorLake flows also run a command (an SSE stream) and move a file.
 
 ``python -m harness.recording.flows --provider P --out DIR [--upstream URL] [--api-key K] [--flow NAME]``
 records each flow through a recording proxy into ``DIR/<flow>.jsonl``: in front of ``--upstream``, of the
@@ -28,7 +29,7 @@ from harness.recording.proxy import recording
 from mockserver.core import environment
 from mockserver.core.environment import DEFAULT_API_KEY
 
-__all__ = ["FLOWS", "FlowOutcome", "record_flows", "run_flow"]
+__all__ = ["EXTRA_FLOWS", "FLOWS", "FlowOutcome", "record_flows", "run_flow"]
 
 IMAGE = "python:3.11"
 #: The ``--upstream`` value that boots the real opensandbox-server for the recording.
@@ -149,6 +150,23 @@ async def osb_endpoints(config: Any) -> None:
     await sandbox.kill()
 
 
+async def osb_commands(config: Any) -> None:
+    """Run commands through execd (each an SSE stream), one of them failing and one in the background, and move a
+    file in and out; then delete the sandbox. Needs a server whose sandboxes run execd (a sandproof mock)."""
+    from opensandbox.models.execd import RunCommandOpts
+
+    sandbox = await _osb_sandbox(config, metadata={"flow": "commands"})
+    await sandbox.commands.run("echo hello world")
+    await sandbox.commands.run("echo out; echo err >&2; exit 3")
+    background = await sandbox.commands.run("echo started; sleep 1", opts=RunCommandOpts(background=True))
+    if background.id:
+        await sandbox.commands.get_command_status(background.id)
+        await sandbox.commands.get_background_command_logs(background.id)
+    await sandbox.files.write_file("/tmp/flow.txt", "alpha\nbeta")
+    await sandbox.files.read_file("/tmp/flow.txt")
+    await sandbox.kill()
+
+
 OpenSandboxFlow = Callable[[Any], Awaitable[None]]
 OPENSANDBOX_FLOWS: dict[str, OpenSandboxFlow] = {
     "create": osb_create,
@@ -159,10 +177,13 @@ OPENSANDBOX_FLOWS: dict[str, OpenSandboxFlow] = {
     "delete": osb_delete,
     "endpoints": osb_endpoints,
 }
+#: Flows that need execd in the sandbox: recorded only when named (``--flow commands``), since the real
+#: opensandbox-server on the fake Docker API has none.
+OPENSANDBOX_EXECD_FLOWS: dict[str, OpenSandboxFlow] = {"commands": osb_commands}
 
 
 def _run_opensandbox(name: str, url: str, api_key: str | None) -> None:
-    flow = OPENSANDBOX_FLOWS[name]
+    flow = OPENSANDBOX_FLOWS.get(name) or OPENSANDBOX_EXECD_FLOWS[name]
     os.environ.setdefault("OPENSANDBOX_DISABLE_METRICS", "1")
 
     async def main() -> None:
@@ -224,6 +245,8 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 
 FLOWS: dict[str, tuple[str, ...]] = {"opensandbox": tuple(OPENSANDBOX_FLOWS), "tensorlake": tuple(TENSORLAKE_FLOWS)}
+#: Flows recorded only when asked for by name (they need a runtime behind the server).
+EXTRA_FLOWS: dict[str, tuple[str, ...]] = {"opensandbox": tuple(OPENSANDBOX_EXECD_FLOWS), "tensorlake": ()}
 
 
 def run_flow(provider: str, name: str, url: str, api_key: str | None) -> str:
@@ -240,9 +263,10 @@ def record_flows(
     provider: str, upstream: str, out: Path, *, api_key: str | None, names: Sequence[str] = (), note: str = ""
 ) -> list[FlowOutcome]:
     """Record each flow (all by default) through its own recording proxy into ``out/<flow>.jsonl``."""
-    unknown = [n for n in names if n not in FLOWS[provider]]
+    known = FLOWS[provider] + EXTRA_FLOWS[provider]
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"unknown {provider} flow(s) {unknown}; known: {list(FLOWS[provider])}")
+        raise ValueError(f"unknown {provider} flow(s) {unknown}; known: {list(known)}")
     outcomes = []
     for name in names or FLOWS[provider]:
         cassette = out / f"{name}.jsonl"

@@ -6,8 +6,11 @@ through the differential run's normalisation (:class:`harness.differential.sessi
 ``<sandbox#N>``, timestamps relative to the sandbox's creation, ports, request ids) and its comparison
 (:func:`harness.differential.compare.diff`: status, the compared headers, the body's keys, types and
 values, so a different error ``code`` shows as ``body.code``). For OpenSandbox the differential run's known
-deviations (:mod:`harness.differential.deviations`) mark the differences they cover; anything else is
-unexplained. TensorLake's epoch-millisecond timestamps are compared as ``<epoch-ms>``.
+deviations (:mod:`harness.differential.deviations`) mark the differences they cover, and so does every
+``--ignore JSONPATH`` rule (:class:`harness.recording.normalise.IgnoreRule`); anything else is unexplained.
+Epoch-millisecond timestamps (TensorLake's bodies, execd's events) are compared as ``<epoch-ms>`` and execd's
+``execution_time`` as ``<duration-ms>``; an execd stream's execution id (its ``init`` event's ``text``) is
+learnt and mapped like a sandbox id (:mod:`harness.recording.normalise`, :mod:`harness.recording.rewrite`).
 
 The target is a URL, or ``mock`` for a fresh in-process mock of the cassette's provider served on a
 loopback port (wall clock, the replay's API key).
@@ -29,15 +32,17 @@ import httpx
 from harness.differential.compare import Difference, diff, difference_values
 from harness.differential.deviations import KNOWN_DEVIATIONS, OPEN_FINDINGS, Deviation, covering
 from harness.differential.programs import Step
-from harness.differential.session import Observed, Session, Side, reply_body
+from harness.differential.session import Observed, Session, Side, event_stream, reply_body
 from harness.recording.cassette import Cassette, Exchange, Message
+from harness.recording.normalise import IgnoreRule, volatile_placeholders
 from harness.recording.rewrite import IdMap, Operation, classify, replay_headers, shift_times
 from mockserver.core.environment import DEFAULT_API_KEY
 
 __all__ = ["ExchangeResult", "ReplayReport", "Replayer", "epoch_placeholders", "serve_target"]
 
-_EPOCH_KEYS = ("_at", "timestamp")
 _SHOW = 300
+#: The reason an ignored difference is explained by.
+IGNORED = "ignored with --ignore"
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,17 @@ class ReplayReport:
         return tuple(r for r in self.results if r.differences and not r.unexplained)
 
     @property
+    def ignored(self) -> tuple[ExchangeResult, ...]:
+        """Return the explained exchanges with at least one difference an ``--ignore`` rule covers."""
+        return tuple(
+            r
+            for r in self.known
+            if any(d.deviation is not None and d.deviation.reason == IGNORED for d in r.differences)
+        )
+
+    @property
     def ok(self) -> bool:
-        """Tell whether nothing differed beyond the known deviations."""
+        """Tell whether nothing differed beyond the known deviations (and the ignored paths)."""
         return not self.unexplained
 
     def deviations(self) -> list[Deviation]:
@@ -102,9 +116,11 @@ class ReplayReport:
     def render(self) -> str:
         """Return the readable report: a summary line, then each exchange that differed."""
         same = len(self.results) - len(self.known) - len(self.unexplained)
+        ignored = f" ({len(self.ignored)} by --ignore)" if self.ignored else ""
         lines = [
             f"replay {self.name} against {self.target}: {len(self.results)} exchanges, {same} identical, "
-            f"{len(self.known)} with known deviations only, {len(self.unexplained)} with unexplained differences"
+            f"{len(self.known)} with known deviations only{ignored}, {len(self.unexplained)} with unexplained "
+            "differences"
         ]
         lines += [r.render() for r in self.results if r.differences]
         return "\n".join(lines)
@@ -120,11 +136,13 @@ class Replayer:
         api_key: str | None = DEFAULT_API_KEY,
         deviations: Sequence[Deviation] | None = None,
         timeout: float = 60.0,
+        ignore: Sequence[IgnoreRule | str] = (),
     ) -> None:
         self.target = target.rstrip("/")
         self.api_key = api_key
         self.deviations = tuple(KNOWN_DEVIATIONS + OPEN_FINDINGS if deviations is None else deviations)
         self.timeout = timeout
+        self.ignore = tuple(rule if isinstance(rule, IgnoreRule) else IgnoreRule.parse(rule) for rule in ignore)
 
     def replay(self, cassette: Cassette, name: str = "cassette") -> ReplayReport:
         """Replay every exchange of ``cassette`` in order; return the report."""
@@ -165,7 +183,12 @@ class _Run:
         query = self.ids.to_target(exchange.query)
         sent = f"{exchange.method} {path}" + (f"?{query}" if query else "")
         headers = replay_headers(
-            self.provider, exchange.request.headers, self.ids, api_key=self.replayer.api_key, drop_host=self.own_hosts
+            self.provider,
+            exchange.request.headers,
+            self.ids,
+            api_key=self.replayer.api_key,
+            drop_host=self.own_hosts,
+            path=path,
         )
         began = time.monotonic()
         try:
@@ -198,6 +221,10 @@ class _Run:
             raw_reply = None
         recorded_reply = _json(exchange.response.body.text)
         self.ids.learn(recorded_reply, raw_reply, ids=exchange.method in ("POST", "PUT", "PATCH"))
+        if _is_stream(exchange.response.header("content-type")) and _is_stream(
+            replayed.response.header("content-type")
+        ):
+            self.ids.learn_stream(event_stream(exchange.response.body.text), event_stream(replayed.response.body.text))
         rec_response = _response(exchange.status, exchange.response, lambda text: text)
         rep_response = _response(replayed.status, replayed.response, self.ids.to_recorded)
         if operation.is_create:
@@ -242,12 +269,13 @@ class _Run:
     ) -> Observed:
         if exchange.status == 0:
             return Observed(0, {}, "<transport error>", exchange.line, exchange.error)
-        body = reply_body(response)
-        if self.provider == "tensorlake":
-            body = epoch_placeholders(body)
+        body = volatile_placeholders(reply_body(response))
         return session.observe_reply(response, exchange.line, slot=slot, request_id=request_id, body=body)
 
     def _covering(self, operation: Operation, where: str, a: Any, b: Any) -> Deviation | None:
+        rule = next((r for r in self.replayer.ignore if r.matches(where)), None)
+        if rule is not None:
+            return Deviation("*", rule.text, "", "", IGNORED, finding=f"--ignore {rule.text}")
         if self.provider != "opensandbox":
             return None
         return covering(operation.key, where, difference_values(a, b), self.replayer.deviations)
@@ -286,15 +314,12 @@ def _created(response: httpx.Response) -> tuple[str, Any] | None:
     return (ident, body.get("createdAt")) if isinstance(ident, str) else None
 
 
-def epoch_placeholders(value: Any, key: str = "") -> Any:
-    """Replace integer timestamps (``*_at``, ``timestamp``) with ``<epoch-ms>``: TensorLake writes times so."""
-    if isinstance(value, Mapping):
-        return {k: epoch_placeholders(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [epoch_placeholders(v, key) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool) and key.endswith(_EPOCH_KEYS):
-        return "<epoch-ms>"
-    return value
+#: The old name of :func:`harness.recording.normalise.volatile_placeholders`.
+epoch_placeholders = volatile_placeholders
+
+
+def _is_stream(content_type: str) -> bool:
+    return content_type.startswith("text/event-stream")
 
 
 def _clip(text: str) -> str:

@@ -6,8 +6,13 @@
   target's ids; the target's answers are mapped back before comparing.
 * **Times**: timestamps in a request body are moved by how much later the target's sandbox was created
   than the recorded one, so "expire 30 minutes after creation" still means that.
+* **Execution ids**: an execd command stream's ``init`` event names the execution in its ``text``; the ids of
+  the paired streams are learnt like any other (:meth:`IdMap.learn_stream`), so a later status or logs
+  request names the target's execution.
 * **Secrets**: a redacted credential is replaced by the replay's own key (the provider's auth header) or by
-  a token the target handed out earlier (an endpoint's ``headers``); other redacted headers are left out.
+  a token the target handed out earlier: an endpoint's ``headers`` (``OpenSandbox-Secure-Access``,
+  ``X-EXECD-ACCESS-TOKEN``) apply to requests under that endpoint's path, each endpoint its own token;
+  other redacted headers are left out.
 * **Operations**: an OpenSandbox lifecycle call gets the differential run's ``operation:variant`` key
   (``create:valid``, ``endpoint:direct-execd``, ...), so the known deviations apply to it; any other call
   is keyed ``METHOD /path`` with ids as ``{id}``.
@@ -45,6 +50,8 @@ class IdMap:
 
     forward: dict[str, str] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict)
+    #: Endpoint path on the target (``/direct/<id>/44772``) -> the headers its lookup handed out.
+    endpoint_tokens: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def learn(self, recorded: Any, replayed: Any, *, ids: bool = True) -> None:
         """Pair the ids found at the same places in two JSON values (and keep tokens the target handed out).
@@ -67,12 +74,36 @@ class IdMap:
                 ):
                     self.forward[value] = other
                 elif str(key).lower() == "headers" and isinstance(other, Mapping):
-                    self.tokens.update({str(k).lower(): str(v) for k, v in other.items() if isinstance(v, str)})
+                    handed = {str(k).lower(): str(v) for k, v in other.items() if isinstance(v, str)}
+                    self.tokens.update(handed)
+                    endpoint = replayed.get("endpoint")
+                    if isinstance(endpoint, str):
+                        self.endpoint_tokens[_endpoint_path(endpoint)] = handed
                 else:
                     self.learn(value, other, ids=ids)
         elif isinstance(recorded, list) and isinstance(replayed, list):
             for a, b in zip(recorded, replayed, strict=False):
                 self.learn(a, b, ids=ids)
+
+    def learn_stream(self, recorded: Any, replayed: Any) -> None:
+        """Pair the execution ids of two execd event streams (lists of events): each ``init`` event's ``text``."""
+        if not isinstance(recorded, list) or not isinstance(replayed, list):
+            return
+        for a, b in zip(_inits(recorded), _inits(replayed), strict=False):
+            if a != b and _ID_VALUE.match(a) and a not in self.forward:
+                self.forward[a] = b
+
+    def token(self, name: str, path: str) -> str | None:
+        """Return the token header ``name`` a request to ``path`` (target form) carries: its endpoint's, else the latest."""
+        best = ""
+        for prefix, handed in self.endpoint_tokens.items():
+            if (
+                name in handed
+                and len(prefix) > len(best)
+                and (path == prefix or path.startswith(prefix.rstrip("/") + "/"))
+            ):
+                best = prefix
+        return self.endpoint_tokens[best][name] if best else self.tokens.get(name)
 
     def to_target(self, text: str) -> str:
         """Rewrite recorded ids in ``text`` as the target's."""
@@ -85,6 +116,22 @@ class IdMap:
     def template(self, path: str) -> str:
         """Return ``path`` with every known (recorded) id as ``{id}``."""
         return _substitute(path, dict.fromkeys(self.forward, "{id}"))
+
+
+def _inits(events: list[Any]) -> list[str]:
+    """Return the ``text`` of every ``init`` event of a stream, in order."""
+    return [
+        e["text"]
+        for e in events
+        if isinstance(e, Mapping) and e.get("type") == "init" and isinstance(e.get("text"), str)
+    ]
+
+
+def _endpoint_path(endpoint: str) -> str:
+    """Return the path part of an endpoint (``host:port/path``, with or without a scheme)."""
+    rest = endpoint.split("://", 1)[-1]
+    slash = rest.find("/")
+    return rest[slash:].rstrip("/") if slash >= 0 else ""
 
 
 def _substitute(text: str, table: Mapping[str, str]) -> str:
@@ -182,8 +229,12 @@ def replay_headers(
     *,
     api_key: str | None,
     drop_host: Iterable[str],
+    path: str = "",
 ) -> list[tuple[str, str]]:
-    """Return the headers to send: ids rewritten, credentials replaced, the recorder's own Host left out."""
+    """Return the headers to send: ids rewritten, credentials replaced, the recorder's own Host left out.
+
+    ``path`` is the request's path on the target: a token header gets the token of the endpoint it is under.
+    """
     auth_name, auth_form = AUTH_HEADERS.get(provider, ("", ""))
     skipped = {"content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
     own_hosts = set(drop_host)
@@ -194,8 +245,8 @@ def replay_headers(
         if value == REDACTED:
             if name == auth_name and api_key:
                 out.append((name, auth_form.format(key=api_key)))
-            elif name in ids.tokens:
-                out.append((name, ids.tokens[name]))
+            elif (token := ids.token(name, path)) is not None:
+                out.append((name, token))
             continue
         out.append((name, ids.to_target(value)))
     return out

@@ -23,6 +23,7 @@ import httpx
 from harness.differential.programs import compact
 from harness.differential.session import ABSENT, Session, Side, event_stream
 from harness.recording.cassette import Cassette, Exchange
+from harness.recording.normalise import volatile_placeholders
 
 __all__ = ["VOLATILE_HEADERS", "WireChange", "diff_cassettes", "flatten", "render_changes"]
 
@@ -113,10 +114,7 @@ class _View:
                 parsed = json.loads(text)
             except ValueError:
                 return {prefix: f"<{len(text)} bytes of {content_type or 'text'}>"}
-        if self.provider == "tensorlake":
-            from harness.recording.replay import epoch_placeholders
-
-            parsed = epoch_placeholders(parsed)
+        parsed = volatile_placeholders(parsed)
         return flatten(self.session.normalise(parsed, None), prefix)
 
 

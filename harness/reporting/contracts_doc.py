@@ -39,6 +39,7 @@ CONTRACT_MODULES = (
     "harness.machines.opensandbox.driver",
     "harness.machines.opensandbox.lifecycle_rules",
     "harness.machines.opensandbox.execd_rules",
+    "harness.machines.opensandbox.proxy_rules",
     "harness.machines.opensandbox.machine",
     "harness.concurrency.runner",
 )

@@ -66,6 +66,13 @@ DOCUMENTS: dict[str, Document] = {
             False,
         ),
         Document(
+            "os-proxy",
+            "opensandbox-server 1.1.1 source, api/proxy.py (excerpts)",
+            "harness/specs/opensandbox/server-proxy-1.1.1.txt",
+            "the opensandbox-server 1.1.1 wheel on PyPI: opensandbox_server/api/proxy.py and the header constants",
+            False,
+        ),
+        Document(
             "os-lifecycle",
             "OpenSandbox Lifecycle API 1.1.1 (OpenAPI)",
             "harness/specs/opensandbox/lifecycle-1.1.1.yaml",

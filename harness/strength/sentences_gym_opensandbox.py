@@ -182,5 +182,67 @@ _OS = (
     sentence("os.lifecycle.target-min", "os-lifecycle", "minLength: 1 title: Target"),
 )
 
+_PROXY_RULE = "proxy_headers (harness.machines.opensandbox.proxy_rules)"
+_OS_PROXY = (
+    sentence(
+        "os.proxy.api-key-header", "os-proxy", 'SANDBOX_API_KEY_HEADER = "OPEN-SANDBOX-API-KEY"', "api", _PROXY_RULE
+    ),
+    sentence(
+        "os.proxy.secure-access-header",
+        "os-proxy",
+        'OPEN_SANDBOX_SECURE_ACCESS_HEADER = "OpenSandbox-Secure-Access"',
+        "api",
+        _PROXY_RULE,
+    ),
+    sentence(
+        "os.proxy.sensitive",
+        "os-proxy",
+        'SENSITIVE_HEADERS = { "authorization", "cookie", SANDBOX_API_KEY_HEADER.lower(), '
+        "OPEN_SANDBOX_SECURE_ACCESS_HEADER.lower(), }",
+        "api",
+        _PROXY_RULE,
+    ),
+    sentence(
+        "os.proxy.forwarded",
+        "os-proxy",
+        'FORWARDED_HEADERS = { "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port", '
+        '"x-forwarded-proto", "x-real-ip", }',
+        "api",
+        _PROXY_RULE,
+    ),
+    sentence(
+        "os.proxy.excluded",
+        "os-proxy",
+        "excluded = ( set(HOP_BY_HOP_HEADERS) | set(SENSITIVE_HEADERS) | set(FORWARDED_HEADERS) | "
+        "PROXY_CONTROL_HEADERS )",
+        "api",
+        _PROXY_RULE,
+    ),
+    sentence(
+        "os.proxy.rebuilt",
+        "os-proxy",
+        'headers["X-Forwarded-Proto"] = scheme inbound_host = request.headers.get("host", "") if inbound_host: '
+        'headers["X-Forwarded-Host"] = inbound_host if request.client: headers["X-Forwarded-For"] = '
+        "request.client.host",
+        "api",
+        _PROXY_RULE,
+    ),
+    sentence(
+        "os.proxy.http-and-websocket",
+        "os-proxy",
+        "# Forwarded headers are stripped above and rebuilt from the connection # observed by this trusted proxy, "
+        "so clients cannot spoof transport state. _set_forwarded_headers(headers, request)",
+        "api",
+        _PROXY_RULE,
+    ),
+    sentence(
+        "os.proxy.websocket",
+        "os-proxy",
+        'connection_header=websocket.headers.get("connection"), ) _set_forwarded_headers(headers, websocket)',
+        "api",
+        _PROXY_RULE,
+    ),
+)
+
 NEMO_GYM: tuple[Sentence, ...] = (*_NG, *_NG_OS)
-OPENSANDBOX: tuple[Sentence, ...] = _OS
+OPENSANDBOX: tuple[Sentence, ...] = (*_OS, *_OS_PROXY)

@@ -5,6 +5,7 @@
 - :mod:`.engines`: loading alternative policy engines (``policy:MODULE:ATTR``).
 - :mod:`.mocks`: the in-process mocks served on loopback (:class:`MockStack`, :class:`RunningMock`).
 - :mod:`.containers`: both mocks in one Docker container (``--container``).
+- :mod:`.live`: what a run may do to a server it did not start (preflight, read-only admin, ``--allow-reset``).
 """
 
 from harness.targets.common import CAPABILITIES, DEFAULT_API_KEY, PROVIDERS, Capability, TargetError

@@ -7,6 +7,10 @@ network-policy engine). A target offers, per provider, some of three capabilitie
 ``admin`` (the ``/_mock`` admin API: faults, clock, journal) and ``engine`` (a policy engine speaking the
 JSON protocol). Contracts declare what they need; the plugin skips the others with the reason.
 
+A URL target is a server the run did not start: :mod:`harness.targets.live` says what the run may do to it
+(the preflight, a tenant of its own, read-only admin use unless ``allow_reset``, and the state put back after
+an ``allow_reset`` run).
+
 Engine loading lives in :mod:`harness.targets.engines`, the in-process mocks in :mod:`harness.targets.mocks` and the
 shared constants in :mod:`harness.targets.common`; their public names are re-exported here.
 """
@@ -34,6 +38,7 @@ from harness.targets.common import (
     sdk_env,
 )
 from harness.targets.engines import ENGINE_METHODS, check_engine, load_engine
+from harness.targets.live import ReadOnlyAdminClient, Saved, put_back, reset_refusal, save
 from harness.targets.mocks import MOCK_CLASSES, MockStack, RunningMock
 
 if TYPE_CHECKING:
@@ -108,6 +113,10 @@ class Target:
         self._use_container = False
         self._given_mocks: MockStack | None = None
         self._lock = threading.RLock()
+        #: Whether the run may reset, move the clock of and arm faults on a server it did not start.
+        self.allow_reset = False
+        self._saved: dict[str, Saved] = {}
+        self._own_tenant: set[str] = set()
 
     def __repr__(self) -> str:
         return f"Target({self.spec!r})"
@@ -122,6 +131,17 @@ class Target:
         if self.kind == "policy":
             return frozenset({self._engine.kind})
         return frozenset(self._urls)
+
+    @property
+    def owned(self) -> bool:
+        """Tell whether the run starts (and so owns) what it checks: the mock target, in-process or in a container."""
+        return self.kind == "mock"
+
+    def reset_reason(self) -> str | None:
+        """Return why the run may not reset this target, move its clock or arm faults on it (None when it may)."""
+        if self.owned or self.allow_reset:
+            return None
+        return reset_refusal(self.spec)
 
     @property
     def started(self) -> bool:
@@ -154,6 +174,8 @@ class Target:
         for need in requires:
             if need not in caps:
                 return self._missing(provider, need)
+        if "admin" in requires:
+            return self.reset_reason()
         return None
 
     def _missing(self, provider: str, need: str) -> str:
@@ -179,17 +201,23 @@ class Target:
                 parts.append(f"{provider}: skipped ({reason})")
             elif caps:
                 url = f" {self._urls[provider]}" if provider in self._urls else ""
-                parts.append(f"{provider}:{url} [{', '.join(c for c in CAPABILITIES if c in caps)}]")
+                tenant = " as a tenant of its own" if provider in self._own_tenant else ""
+                parts.append(f"{provider}:{url} [{', '.join(c for c in CAPABILITIES if c in caps)}]{tenant}")
         return f"{self.spec}: " + ("; ".join(parts) or "nothing")
 
     # --- running ---------------------------------------------------------------------------------------
 
-    def configure(self, *, container: bool = False, mocks: MockStack | None = None) -> Target:
-        """Set how :meth:`start` runs mocks: in a container, or on ``mocks`` (a stack it does not own)."""
+    def configure(
+        self, *, container: bool = False, mocks: MockStack | None = None, allow_reset: bool | None = None
+    ) -> Target:
+        """Set how :meth:`start` runs mocks (in a container, or on ``mocks``, a stack it does not own) and whether
+        the run may reset a server it did not start (``allow_reset``; unchanged when None)."""
         if container and self.kind != "mock":
             raise TargetError(f"--sandproof-container only applies to the mock target, not {self.spec!r}")
         self._use_container = container
         self._given_mocks = mocks
+        if allow_reset is not None:
+            self.allow_reset = allow_reset
         return self
 
     def start(self, *, container: bool | None = None, mocks: MockStack | None = None) -> Target:
@@ -213,6 +241,8 @@ class Target:
                     self._start_mocks(self._use_container, self._given_mocks)
                 elif self.kind == "url":
                     self._probe_admin()
+                    if self.allow_reset:
+                        self._save()
             except Exception as exc:
                 self._start_error = f"target {self.spec!r} did not start: {type(exc).__name__}: {exc}"
                 if isinstance(exc, TargetError):
@@ -254,8 +284,10 @@ class Target:
     def preflight(self) -> None:
         """Check once, before any contract runs, that the target can be reached; raise :class:`TargetError`.
 
-        A URL must accept a connection and answer HTTP; ``--container`` needs a Docker engine. A setup mistake
-        is then one line and exit status 2, not a failure per contract.
+        A URL must not end in ``/v1``, must answer and must take the API key (:func:`harness.targets.live.preflight`;
+        when it also takes a key of the run's own, the run uses that one: a tenant of its own); the cloud must
+        accept a connection; ``--container`` needs a Docker engine. A setup mistake is then one line and exit
+        status 2, not a failure per contract.
         """
         if self.kind == "mock" and self._use_container:
             from harness.targets.containers import docker_status
@@ -263,7 +295,16 @@ class Target:
             ok, detail = docker_status()
             if not ok:
                 raise TargetError(f"--container needs a Docker engine: {detail}")
-        if self.kind not in ("url", "cloud"):
+        if self.kind == "url":
+            from harness.targets.live import preflight
+
+            for provider, url in self._urls.items():
+                own = preflight(self.spec, provider, url, self._api_keys.get(provider))
+                if own is not None:
+                    self._api_keys[provider] = own
+                    self._own_tenant.add(provider)
+            return
+        if self.kind != "cloud":
             return
         import httpx
 
@@ -274,6 +315,35 @@ class Target:
                 raise TargetError(
                     f"target {self.spec!r}: cannot reach the {provider} server at {url}: {type(exc).__name__}: {exc}"
                 ) from exc
+
+    def _save(self) -> None:
+        """Save the state of every admin-serving URL the run may reset (put back by :meth:`stop`)."""
+        from mockserver.admin.client import AdminClient
+
+        for provider, url in self._urls.items():
+            if self._admin.get(provider) and provider not in self._saved:
+                client = AdminClient(url, timeout=30, token=self.admin_token)
+                try:
+                    self._saved[provider] = save(client)
+                finally:
+                    client.close()
+
+    def _put_back(self) -> None:
+        """Put back what :meth:`_save` saved; raise :class:`TargetError` naming what could not be."""
+        from mockserver.admin.client import AdminClient
+
+        failed = []
+        for provider, saved in list(self._saved.items()):
+            client = AdminClient(self._urls[provider], timeout=30, token=self.admin_token)
+            try:
+                put_back(client, saved)
+            except Exception as exc:
+                failed.append(f"{provider}: {type(exc).__name__}: {exc}")
+            finally:
+                client.close()
+                del self._saved[provider]
+        if failed:
+            raise TargetError(f"target {self.spec!r}: could not put its state back: {'; '.join(failed)}")
 
     def _probe_admin(self) -> None:
         """Ask each URL whether it serves the ``/_mock`` admin API."""
@@ -292,6 +362,13 @@ class Target:
             self._stop()
 
     def _stop(self) -> None:
+        """Put back a reset server's state, stop the container or owned mocks and forget per-run state."""
+        try:
+            self._put_back()
+        finally:
+            self._stop_owned()
+
+    def _stop_owned(self) -> None:
         """Stop the container or owned mocks and forget per-run state."""
         self._start_error = None
         if self._container is not None:
@@ -353,14 +430,30 @@ class Target:
         return self._api_keys.get(provider)
 
     def admin_available(self, provider: str) -> bool:
-        """Tell whether ``provider`` serves the ``/_mock`` admin API."""
+        """Tell whether ``provider`` serves the ``/_mock`` admin API (to read, at least)."""
         if self.kind in ("mock", "url") and provider in self.providers:
             self.ensure_started()
         return bool(self._admin.get(provider))
 
+    def admin_writable(self, provider: str) -> bool:
+        """Tell whether the run may reset ``provider``, move its clock and arm faults (see :meth:`reset_reason`)."""
+        return self.reset_reason() is None and self.admin_available(provider)
+
     def admin_client(self, provider: str) -> AdminClient:
-        """Return an HTTP client for ``provider``'s ``/_mock`` admin API (close it when done)."""
-        self._require(provider, "admin")
+        """Return an HTTP client for ``provider``'s ``/_mock`` admin API (close it when done).
+
+        On a server the run did not start, without ``allow_reset``, it is a
+        :class:`~harness.targets.live.ReadOnlyAdminClient`: every call that would change the server raises.
+        """
+        reason = self.skip_reason(provider, ("api",))
+        if reason is None:
+            self.ensure_started()
+            if not self._admin.get(provider):
+                reason = self._missing(provider, "admin")
+        if reason is not None:
+            raise TargetError(reason)
+        if self.reset_reason() is not None:
+            return ReadOnlyAdminClient(self._urls[provider], self.spec, token=self.admin_token)
         from mockserver.admin.client import AdminClient
 
         return AdminClient(self._urls[provider], token=self.admin_token)

@@ -25,8 +25,8 @@ class JsonBody(JSONResponse):
 
 
 def error_response(exc: ApiError) -> JSONResponse:
-    """Return ``exc`` as a JSON response with its status and ``{"code", "message"}`` body."""
-    return JSONResponse(exc.body(), status_code=exc.status)
+    """Return ``exc`` as a JSON response with its status, headers and ``{"code", "message"}`` body."""
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers or None)
 
 
 async def api_error_handler(request: Request, exc: Exception) -> Response:

@@ -1,10 +1,15 @@
-"""Reading request bodies in the routes: bounded size, JSON parsed or refused with a 4xx :class:`ApiError`."""
+"""Reading request bodies in the routes: bounded size, JSON parsed or refused with a 4xx :class:`ApiError`.
+
+A body the client cuts short (it closes the connection before the declared length or the last chunk)
+is refused with 400 ``incomplete_body`` before any rule runs: nothing is stored, and the route ends at once
+(the client is gone, so the answer goes nowhere, but no error escapes into the server's log).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from mockserver.core.errors import ApiError
 from mockserver.core.jsontext import parse_json
@@ -20,10 +25,13 @@ async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, "payload_too_large", f"request body exceeds {limit} bytes")
     chunks = bytearray()
-    async for chunk in request.stream():
-        chunks.extend(chunk)
-        if len(chunks) > limit:
-            raise ApiError(413, "payload_too_large", f"request body exceeds {limit} bytes")
+    try:
+        async for chunk in request.stream():
+            chunks.extend(chunk)
+            if len(chunks) > limit:
+                raise ApiError(413, "payload_too_large", f"request body exceeds {limit} bytes")
+    except ClientDisconnect:
+        raise ApiError(400, "incomplete_body", "the client closed the connection before the body ended") from None
     return bytes(chunks)
 
 

@@ -8,9 +8,26 @@ import time
 from types import TracebackType
 
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .connections import DEFAULT_HEADER_TIMEOUT, bounded_h11, default_max_connections
+from .connections import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, bounded_h11, default_max_connections
+
+
+def _quiet_disconnects(app: ASGIApp) -> ASGIApp:
+    """Return ``app`` ending quietly when its client went away mid-request (or a stalled body was cut).
+
+    Nobody is left to answer, and a traceback logged for each of a thousand cut connections would cost
+    the server more than the connections themselves.
+    """
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await app(scope, receive, send)
+        except ClientDisconnect:
+            return
+
+    return wrapped
 
 
 class MockServer:
@@ -19,8 +36,9 @@ class MockServer:
     ``port=0`` picks a free port. ``timeout_keep_alive`` is how long an idle keep-alive
     connection stays open: set it below a client's pool expiry to exercise stale sockets.
     ``max_connections`` caps open connections (default: what the file-descriptor limit allows, at most
-    1000); over it, the longest-idle ones are closed first. A connection that has not sent a whole request
-    head within ``header_timeout`` seconds is closed.
+    1000); over it, connections that wait on their client (idle, or a request body that stalls) are closed,
+    the longest-waiting first. A connection that has not sent a whole request head within ``header_timeout``
+    seconds is closed, and so is one whose request body sends nothing for ``body_timeout`` seconds.
     """
 
     def __init__(
@@ -34,6 +52,7 @@ class MockServer:
         ready_timeout: float = 10.0,
         max_connections: int | None = None,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port {port} is outside 0-65535")
@@ -45,7 +64,7 @@ class MockServer:
         self.max_connections = cap
         self._requested_port = port
         self._config = uvicorn.Config(
-            app,
+            _quiet_disconnects(app),
             host=host,
             port=port,
             log_level=log_level,
@@ -53,8 +72,8 @@ class MockServer:
             timeout_keep_alive=int(timeout_keep_alive) if timeout_keep_alive >= 1 else 1,
             access_log=False,
             ws="auto",
-            http=bounded_h11(cap, header_timeout),
-            limit_concurrency=cap + 1,
+            http=bounded_h11(cap, header_timeout, body_timeout),
+            limit_concurrency=2 * cap,  # reached only when every connection is being answered (none to shed)
         )
         self._keep_alive = timeout_keep_alive
         self._ready_timeout = ready_timeout

@@ -6,19 +6,26 @@ and each provider's routes), so the models that raise it never import a web fram
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["ApiError", "json_object"]
 
 
 class ApiError(Exception):
-    """A refusal a rule decided: HTTP ``status``, a stable ``code``, a ``message`` and optional extra fields."""
+    """A refusal a rule decided: HTTP ``status``, a stable ``code``, a ``message`` and optional extra fields.
 
-    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
+    ``headers`` are response headers the refusal carries (``Retry-After``); they are not part of the body.
+    """
+
+    def __init__(
+        self, status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None, **extra: Any
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.headers = dict(headers or {})
         self.extra = extra
 
     def body(self) -> dict[str, Any]:

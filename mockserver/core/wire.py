@@ -6,6 +6,10 @@ the record. :func:`encode_json` renders a body to the exact bytes Starlette's ``
 bytes reused, so a list of ten thousand cached sandboxes costs a join, not ten thousand encodings.
 
 A :class:`WireDict` is read-only by contract: whoever wants to change one copies it first (``dict(d)``).
+
+Text that is not Unicode (a lone surrogate) is refused at the door (:mod:`mockserver.core.jsontext`); should a
+record hold some anyway, its body is sent with ASCII escapes (``\\ud800``) rather than failing every list
+that shows it.
 """
 
 from __future__ import annotations
@@ -15,7 +19,16 @@ from typing import Any
 
 __all__ = ["WireDict", "encode_json"]
 
-_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode
+_text = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode
+_ascii = json.JSONEncoder(ensure_ascii=True, allow_nan=False, indent=None, separators=(",", ":")).encode
+
+
+def _encode(value: Any) -> bytes:
+    text = _text(value)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _ascii(value).encode("ascii")
 
 
 class WireDict(dict[str, Any]):
@@ -30,7 +43,7 @@ class WireDict(dict[str, Any]):
     def to_bytes(self) -> bytes:
         """Return the body's JSON bytes (encoded on first use)."""
         if self.encoded is None:
-            self.encoded = _encode(self).encode("utf-8")
+            self.encoded = _encode(self)
         return self.encoded
 
 
@@ -40,11 +53,11 @@ def encode_json(value: Any) -> bytes:
         return value.to_bytes()
     if isinstance(value, dict):
         if not all(isinstance(k, str) for k in value) or not any(isinstance(v, dict | list) for v in value.values()):
-            return _encode(value).encode("utf-8")
-        parts = [_encode(k).encode("utf-8") + b":" + encode_json(v) for k, v in value.items()]
+            return _encode(value)
+        parts = [_encode(k) + b":" + encode_json(v) for k, v in value.items()]
         return b"{" + b",".join(parts) + b"}"
     if isinstance(value, list):
         if value and not any(isinstance(v, WireDict) for v in value):
-            return _encode(value).encode("utf-8")
+            return _encode(value)
         return b"[" + b",".join(encode_json(v) for v in value) + b"]"
-    return _encode(value).encode("utf-8")
+    return _encode(value)

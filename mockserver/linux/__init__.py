@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     from .egress import EgressPlan, opensandbox_plan, render_ruleset, tensorlake_plan
     from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
     from .forward import PortForwarder, connect, open_connection
+    from .limits import SandboxLimits
     from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
     from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
     from .runner import StepRunner
-    from .runtime import LinuxRuntime, SandboxStartError
+    from .runtime import LinuxRuntime, SandboxCapacityError, SandboxStartError
     from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
 
 _HOMES = {
@@ -38,6 +39,8 @@ _HOMES = {
     "Requirements": ".requirements",
     "RunResult": ".sandbox",
     "RuntimeUnavailable": ".requirements",
+    "SandboxCapacityError": ".runtime",
+    "SandboxLimits": ".limits",
     "SandboxStartError": ".runtime",
     "SandboxStateError": ".sandbox",
     "SpawnError": ".sandbox",
@@ -69,6 +72,8 @@ __all__ = [
     "Requirements",
     "RunResult",
     "RuntimeUnavailable",
+    "SandboxCapacityError",
+    "SandboxLimits",
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",

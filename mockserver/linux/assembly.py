@@ -2,8 +2,8 @@
 
 :class:`Assembler` holds what every sandbox of a runtime shares (the world, the I/O thread, the launcher,
 the user namespace, the guest code) and :meth:`Assembler.assemble` makes a *generic* sandbox: open egress,
-no limits, the given id, folder and hostname. The runtime then adopts it (id, hostname, env) and applies
-limits and egress, whether it was made on demand or ahead of demand by the warm pool.
+no cgroup limits, a root tmpfs of the default disk size, the given id, folder and hostname. The runtime
+then adopts it (id, hostname, env) and applies limits (resizing the tmpfs when asked) and egress, whether it was made on demand or ahead of demand by the warm pool.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .addresses import MAX_LINKS, link_for
 from .channel import Channel, Hub
 from .firewall import OPEN_PLAN, Firewall
 from .kernel import CLONE_NEWUSER, unshare
-from .launch import Layout, bwrap_command
+from .launch import Layout, bwrap_command, release_mounts
 from .netns import connect_sandbox, create_netns, remove_netns, sandbox_netns_name, world_veth_name, write_sysctls
 from .nftables import open_nft
 from .records import Limits, SandboxStateError
@@ -104,6 +104,7 @@ class Assembler:
     cgroups: cg.CgroupSupport
     next_index: Callable[[], int]
     on_destroy: Callable[[LinuxSandbox, bool], None]
+    disk_bytes: int | None = None
 
     def assemble(self, sandbox_id: str, base: Path, hostname: str, env: Mapping[str, str]) -> LinuxSandbox:
         """Make and start a sandbox with open egress and no limits; raise SandboxStartError if it fails."""
@@ -113,7 +114,13 @@ class Assembler:
         link = link_for(index)
         name = sandbox_netns_name(self.runtime_id, index)
         layout = Layout(base, self.uid_base, self.uid_base, self.guest_dir, self.guest_entry)
-        layout.create(hostname)
+        try:
+            sized = layout.create(hostname, self.disk_bytes)
+        except BaseException:
+            release_mounts(layout.base)
+            shutil.rmtree(layout.base, ignore_errors=True)
+            raise
+        limits = Limits(disk_bytes=self.disk_bytes, enforced=frozenset({"disk"} if sized else ()))
         netns_fd = -1
         cgroup: cg.SandboxCgroup | None = None
         sandbox: LinuxSandbox | None = None
@@ -127,7 +134,7 @@ class Assembler:
             if self.cgroups.hierarchies():
                 cgroup = cg.SandboxCgroup(self.cgroups, self.runtime_id, f"sbx-{index}")
             parts = _Parts(
-                sandbox_id, index, link, name, netns_fd, layout, firewall, cgroup, Limits(), hostname,
+                sandbox_id, index, link, name, netns_fd, layout, firewall, cgroup, limits, hostname,
                 {**BASE_ENV, "HOSTNAME": hostname, **env}, self.on_destroy,
             )  # fmt: skip
             sandbox = LinuxSandbox(parts)
@@ -143,6 +150,7 @@ class Assembler:
                 if netns_fd >= 0:
                     os.close(netns_fd)
                 remove_netns(name)
+                release_mounts(layout.base)
                 shutil.rmtree(layout.base, ignore_errors=True)
             raise
 

@@ -22,6 +22,7 @@ from mockserver.core.dns import DnsTable
 from .host import LinuxHost
 from .hostfs import HostFileSystem
 from .ingress import ASGIApp, Scope, port_proxy
+from .limits import SandboxLimits
 from .sandbox import LinuxSandbox
 
 __all__ = ["SandboxBindings", "empty_dump"]
@@ -41,9 +42,9 @@ A = TypeVar("A")
 class SandboxBindings(ABC, Generic[R, A]):
     """The real sandboxes behind one mock's records, keyed by record id; thread-safe."""
 
-    def __init__(self, dns: DnsTable) -> None:
+    def __init__(self, dns: DnsTable, limits: SandboxLimits | None = None) -> None:
         self.dns = dns
-        self.host = LinuxHost(dns)
+        self.host = LinuxHost(dns, limits=limits)
         self._lock = threading.RLock()
         self._restore: dict[str, Mapping[str, Any]] = {}
         self._applied: dict[str, A] = {}

@@ -1,5 +1,7 @@
 """Per-sandbox cgroups: memory and pids limits, the freezer, OOM evidence, and removal.
 
+Every sandbox has both limits (defaults in :mod:`~mockserver.linux.limits`).
+
 Each resource is taken from the first hierarchy that offers it writable: cgroup v2 (a unified hierarchy
 whose cgroup we run in delegates the controller) and else the v1 hierarchy of that controller. A
 runtime's cgroups are children of the cgroup the runtime itself runs in, under ``sandproof-<runtime id>``,
@@ -9,8 +11,9 @@ Where no hierarchy offers a resource, :class:`CgroupSupport` says so: the sandbo
 limit and reports it as not enforced, and freezing falls back to SIGSTOP/SIGCONT of every process.
 
 Known deviations: memory and pids limits are enforced only where a writable cgroup offers the controller
-(v2 delegated, or v1); elsewhere they are recorded and listed by ``Limits.deviations()``; CPU and disk
-limits are not enforced anywhere; an OOM kill is attributed to the next process that ends by SIGKILL (or
+(v2 delegated, or v1); elsewhere they are recorded and listed by ``Limits.deviations()``; CPU limits
+are not enforced anywhere (the disk limit is the size of the sandbox's root tmpfs, see
+:mod:`~mockserver.linux.limits`); an OOM kill is attributed to the next process that ends by SIGKILL (or
 with status 137) after the cgroup's OOM counter rose.
 """
 

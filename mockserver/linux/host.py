@@ -18,6 +18,7 @@ from concurrent.futures import Future
 
 from mockserver.core.dns import DnsTable
 
+from .limits import SandboxLimits
 from .runtime import LinuxRuntime
 from .sandbox import LinuxSandbox
 
@@ -30,8 +31,8 @@ MakeSandbox = Callable[[LinuxRuntime], LinuxSandbox]
 class LinuxHost:
     """A runtime and the sandboxes it holds for one mock; :meth:`close` when the mock is done."""
 
-    def __init__(self, dns: DnsTable, *, warm: int = 1) -> None:
-        self.runtime = LinuxRuntime(dns=dns, warm=warm)
+    def __init__(self, dns: DnsTable, *, warm: int = 1, limits: SandboxLimits | None = None) -> None:
+        self.runtime = LinuxRuntime(dns=dns, warm=warm, limits=limits)
         self._lock = threading.Lock()
         self._sandboxes: dict[str, LinuxSandbox] = {}
         self._making: dict[str, Future[LinuxSandbox]] = {}

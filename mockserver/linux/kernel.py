@@ -1,5 +1,8 @@
 """The few Linux system calls the runtime needs that Python 3.11 does not wrap: setns, unshare and mount.
 
+:func:`mount_tmpfs` and :func:`resize_tmpfs` give each sandbox's writable root its own size-limited tmpfs
+(its disk quota: ``df`` inside shows that size).
+
 ``setns`` on a network namespace changes only the calling thread, so a socket made between
 :func:`enter_netns` and its exit belongs to that namespace for its whole life, whichever thread uses it
 later. That is how the host process serves sockets inside the world namespace and reaches ports inside a
@@ -25,6 +28,8 @@ __all__ = [
     "enter_ns",
     "make_shared",
     "mount_state_tmpfs",
+    "mount_tmpfs",
+    "resize_tmpfs",
     "setns",
     "socket_in",
     "unmount",
@@ -36,6 +41,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
+MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_SHARED = 1 << 20
@@ -80,6 +86,20 @@ def mount_state_tmpfs(target: str) -> None:
     system: on a file system of its own the state folder's host path is not part of it.
     """
     _check(_libc.mount(b"sandproof", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0711"), f"mount {target}")
+
+
+def mount_tmpfs(target: str, size: int, *, uid: int, gid: int, mode: int = 0o755) -> None:
+    """Mount a tmpfs of at most ``size`` bytes (and as many inodes as 4 KiB files fill it) on ``target``."""
+    data = f"size={size},nr_inodes={max(1024, size // 4096)},mode={mode:o},uid={uid},gid={gid}".encode()
+    flags = MS_NOSUID | MS_NODEV
+    _check(_libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, data), f"mount tmpfs on {target}")
+
+
+def resize_tmpfs(target: str, size: int) -> None:
+    """Change the size limit of the tmpfs mounted on ``target`` (ENOSPC-like EBUSY if it holds more)."""
+    data = f"size={size},nr_inodes={max(1024, size // 4096)}".encode()
+    flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
+    _check(_libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, data), f"resize tmpfs on {target}")
 
 
 def make_shared(target: str) -> None:

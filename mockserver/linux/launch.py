@@ -3,7 +3,8 @@
 Under ``<state>/<sandbox id>/``:
 
 * ``root/`` is the sandbox's ``/``, writable and owned by the sandbox's root (the runtime's unprivileged
-  host uid). It starts with :data:`WRITABLE_DIRS` (``/tmp``, ``/root``, ``/home``, ``/workspace``, ``/work``
+  host uid): a tmpfs of its own, whose size is the sandbox's disk limit (``df /`` inside shows it; writes
+  past it fail with ``ENOSPC``), unmounted when the sandbox goes. It starts with :data:`WRITABLE_DIRS` (``/tmp``, ``/root``, ``/home``, ``/workspace``, ``/work``
   and ``/var/tmp``, the working directories the SDKs and their docs use), and any directory a process
   makes at the top level lands here too, so the files APIs see it.
 * ``etc/`` holds the generated ``hosts``, ``hostname`` and ``resolv.conf`` (naming the world's resolver),
@@ -41,6 +42,7 @@ from pathlib import Path
 
 from .addresses import RESOLVER
 from .confine import Mount
+from .kernel import KernelError, mount_tmpfs, resize_tmpfs, unmount
 from .standalone import GUEST_DIR, GUEST_MOUNT
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "bwrap_command",
     "find_bwrap",
     "prepare_guest_code",
+    "release_mounts",
 ]
 
 WRITABLE_DIRS: Mapping[str, int] = {
@@ -155,11 +158,19 @@ class Layout:
         """Return the init's log file."""
         return self.base / "init.log"
 
-    def create(self, hostname: str) -> None:
-        """Make the directories and generated files (the base must not exist yet)."""
+    def create(self, hostname: str, disk_bytes: int | None = None) -> bool:
+        """Make the directories and generated files (the base must not exist yet); tell whether the root has
+        its own tmpfs of ``disk_bytes`` (False: none asked, or mounting failed and the root is a plain folder)."""
         self.base.mkdir(parents=True, exist_ok=False)
         self.etc.mkdir()
         self.root.mkdir(mode=0o755)
+        sized = False
+        if disk_bytes is not None:
+            try:
+                mount_tmpfs(str(self.root), disk_bytes, uid=self.uid, gid=self.gid)
+                sized = True
+            except KernelError:
+                pass
         os.chown(self.root, self.uid, self.gid)
         for guest, mode in WRITABLE_DIRS.items():
             path = self.root / guest.lstrip("/")
@@ -178,6 +189,19 @@ class Layout:
         for name, text in self.etc_files(hostname).items():
             (self.etc / name).write_text(text)
             os.chmod(self.etc / name, 0o644)
+        return sized
+
+    def resize(self, disk_bytes: int) -> bool:
+        """Set the size of the root's tmpfs; tell whether it was done (False: no tmpfs, or it holds more)."""
+        try:
+            resize_tmpfs(str(self.root), disk_bytes)
+        except KernelError:
+            return False
+        return True
+
+    def release(self) -> None:
+        """Unmount the root's tmpfs, if it has one (lazily: what still holds it lets go later)."""
+        release_mounts(self.base)
 
     @staticmethod
     def etc_files(hostname: str) -> dict[str, str]:
@@ -198,6 +222,28 @@ class Layout:
         table += [Mount(guest, self.root / guest.lstrip("/"), writable=False, visible=False) for guest in HIDDEN_DIRS]
         table.append(Mount(GUEST_MOUNT, self.guest, writable=False, system=True))
         return table
+
+
+def release_mounts(directory: Path) -> list[str]:
+    """Lazily unmount every mount at or below ``directory`` (deepest first); return the mount points."""
+    prefix = str(directory).rstrip("/")
+    points: list[str] = []
+    try:
+        with open("/proc/self/mountinfo") as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) > 4:
+                    point = fields[4].replace("\\040", " ")
+                    if point == prefix or point.startswith(prefix + "/"):
+                        points.append(point)
+    except OSError:
+        return []
+    for point in sorted(points, key=len, reverse=True):  # a point mounted twice is unmounted twice
+        try:
+            unmount(point)
+        except KernelError:
+            continue
+    return points
 
 
 def _etc_targets() -> list[str]:

@@ -2,7 +2,8 @@
 
 Most of a sandbox's start is bubblewrap and the interpreter of its init (tens of milliseconds); a
 :class:`WarmPool` keeps ``size`` generic sandboxes (open egress, no limits) running, made by a background
-thread, and :meth:`WarmPool.take` hands one over. When none is ready but one is being made, ``take``
+thread, and :meth:`WarmPool.take` hands one over. While ``room`` says the process has no room for another
+sandbox (file descriptors), the pool waits instead of building. When none is ready but one is being made, ``take``
 waits for it rather than starting a second start that would compete for the same CPU. The runtime then
 renames its folder, gives it its id, hostname and env, and applies limits and egress.
 """
@@ -21,9 +22,10 @@ __all__ = ["WarmPool"]
 class WarmPool:
     """A background-filled stock of started sandboxes; ``size=0`` keeps none."""
 
-    def __init__(self, build: Callable[[], LinuxSandbox], size: int) -> None:
+    def __init__(self, build: Callable[[], LinuxSandbox], size: int, room: Callable[[], bool] | None = None) -> None:
         self.size = max(0, size)
         self._build = build
+        self._room = room or (lambda: True)
         self._ready: list[LinuxSandbox] = []
         self._building = False
         self._closed = False
@@ -49,6 +51,9 @@ class WarmPool:
                 self._cond.wait_for(lambda: self._closed or len(self._ready) < self.size)
                 if self._closed:
                     return
+                if not self._room():
+                    self._cond.wait(1.0)
+                    continue
                 self._building = True
             try:
                 sandbox = self._build()

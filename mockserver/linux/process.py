@@ -4,6 +4,12 @@ Events arrive on the runtime's I/O thread and are appended to the process's hist
 history from any point, blocking (:meth:`LinuxProcess.events`) or from asyncio (:meth:`LinuxProcess.aevents`,
 safe from any event loop). The history keeps the newest :data:`HISTORY_LIMIT` bytes of output; a reader
 that falls further behind skips what was dropped.
+
+Output is flow-controlled: the sandbox's init sends at most :data:`WINDOW` bytes of a process's output
+that the runtime has not acknowledged, and stops reading the process's pipes (so the process blocks on
+its writes, as on a full pipe) until credit comes back. A process with readers gets credit as the furthest
+of them takes the output (so a flood goes only as fast as the server consumes it); a process nobody
+follows gets credit as its output arrives (its history then keeps only the newest bytes).
 """
 
 from __future__ import annotations
@@ -16,9 +22,13 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["HISTORY_LIMIT", "ExitStatus", "LinuxProcess", "OutputChunk", "ProcessEvent", "StreamName"]
+__all__ = ["HISTORY_LIMIT", "WINDOW", "ExitStatus", "LinuxProcess", "OutputChunk", "ProcessEvent", "StreamName"]
 
-HISTORY_LIMIT = 32 * 1024 * 1024
+HISTORY_LIMIT = 8 * 1024 * 1024
+#: Bytes of output the init may send before the runtime acknowledges them (the init's ``WINDOW`` too).
+WINDOW = 1024 * 1024
+#: Credit is returned in steps of at least this many bytes (one message per step).
+CREDIT_STEP = WINDOW // 4
 StreamName = Literal["stdout", "stderr", "pty"]
 
 
@@ -84,8 +94,13 @@ class LinuxProcess:
         self._send = send
         self._signal = signal
         self._events: list[ProcessEvent] = []
+        self._ends: list[int] = []  # the output offset at the end of each kept event
         self._base = 0
         self._bytes = 0
+        self._received = 0  # output bytes received in all
+        self._taken = 0  # output bytes the furthest reader has taken
+        self._credited = 0  # output bytes acknowledged to the init
+        self._readers = 0
         self._cond = threading.Condition()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
 
@@ -102,20 +117,65 @@ class LinuxProcess:
             self._events.append(event)
             if isinstance(event, OutputChunk):
                 self._bytes += len(event.data)
-                while self._bytes > HISTORY_LIMIT and len(self._events) > 1:
-                    dropped = self._events.pop(0)
-                    self._base += 1
+                self._received += len(event.data)
+                self._ends.append(self._received)
+                trim = 0
+                while self._bytes > HISTORY_LIMIT and len(self._events) - trim > 1:
+                    dropped = self._events[trim]
+                    trim += 1
                     if isinstance(dropped, OutputChunk):
                         self._bytes -= len(dropped.data)
+                if trim:
+                    del self._events[:trim], self._ends[:trim]
+                    self._base += trim
+                if self._readers == 0:
+                    self._taken = self._received
+                credit = self._credit_due()
             else:
+                self._ends.append(self._received)
+                credit = 0
                 self.status = event
                 self.ended_at = time.time()
                 self._stdin_open = False
             self._cond.notify_all()
             waiters = list(self._waiters)
+        self._grant(credit)
         for loop, flag in waiters:
             with contextlib.suppress(RuntimeError):  # that loop is closed
                 loop.call_soon_threadsafe(flag.set)
+
+    # -- flow control ------------------------------------------------------------------------------
+
+    def _credit_due(self) -> int:
+        """Return the credit to send now (call holding the lock); counted as sent."""
+        due = self._taken - self._credited
+        if due < CREDIT_STEP:
+            return 0
+        self._credited += due
+        return due
+
+    def _grant(self, credit: int) -> None:
+        if credit > 0 and self.status is None:
+            with contextlib.suppress(ConnectionError, OSError):
+                self._send({"op": "credit", "id": self.ident, "bytes": credit}, b"")
+
+    def _took(self, index: int) -> None:
+        """A reader has taken every event before position ``index``: acknowledge that output."""
+        with self._cond:
+            offset = self._ends[index - 1 - self._base] if index - 1 >= self._base else 0
+            if offset <= self._taken:
+                return
+            self._taken = offset
+            credit = self._credit_due()
+        self._grant(credit)
+
+    def _reading(self, delta: int) -> None:
+        with self._cond:
+            self._readers += delta
+            if self._readers == 0:
+                self._taken = self._received
+            credit = self._credit_due()
+        self._grant(credit)
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -132,19 +192,25 @@ class LinuxProcess:
         """Yield events from position ``since`` until the ExitStatus (or until ``timeout`` seconds pass)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         position = since
-        while True:
-            with self._cond:
-                batch, position = self._slice(position)
-                if not batch:
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
+        self._reading(1)
+        try:
+            while True:
+                with self._cond:
+                    start = max(position, self._base)
+                    batch, position = self._slice(position)
+                    if not batch:
+                        left = None if deadline is None else deadline - time.monotonic()
+                        if left is not None and left <= 0:
+                            return
+                        self._cond.wait(left)
+                        continue
+                for offset, event in enumerate(batch):
+                    yield event
+                    self._took(start + offset + 1)
+                    if isinstance(event, ExitStatus):
                         return
-                    self._cond.wait(left)
-                    continue
-            for event in batch:
-                yield event
-                if isinstance(event, ExitStatus):
-                    return
+        finally:
+            self._reading(-1)
 
     async def aevents(self, since: int = 0) -> AsyncIterator[ProcessEvent]:
         """Yield events from position ``since`` until the ExitStatus, on the caller's event loop."""
@@ -153,22 +219,26 @@ class LinuxProcess:
         token = (loop, flag)
         with self._cond:
             self._waiters.add(token)
+        self._reading(1)
         try:
             position = since
             while True:
                 flag.clear()
                 with self._cond:
+                    start = max(position, self._base)
                     batch, position = self._slice(position)
                 if not batch:
                     await flag.wait()
                     continue
-                for event in batch:
+                for offset, event in enumerate(batch):
                     yield event
+                    self._took(start + offset + 1)
                     if isinstance(event, ExitStatus):
                         return
         finally:
             with self._cond:
                 self._waiters.discard(token)
+            self._reading(-1)
 
     def wait(self, timeout: float | None = None) -> ExitStatus | None:
         """Block until the process ends (or ``timeout``); return its status (None on timeout)."""
@@ -200,12 +270,17 @@ class LinuxProcess:
         return self._stdin_open
 
     def write_stdin(self, data: bytes) -> bool:
-        """Send ``data`` to the process's stdin (the terminal, for a PTY); tell whether it was accepted."""
+        """Send ``data`` to the process's stdin (the terminal, for a PTY); tell whether it was accepted.
+
+        Never blocks: what the sandbox's init has not read yet waits in the channel's bounded queue; while
+        that queue is full (the init stopped reading), ``data`` is refused whole (False).
+        """
         if not self._stdin_open:
             return False
-        view = memoryview(data)
-        for start in range(0, len(view), 60 * 1024):
-            self._send({"op": "stdin", "id": self.ident}, bytes(view[start : start + 60 * 1024]))
+        try:
+            self._send({"op": "stdin", "id": self.ident}, bytes(data))
+        except BlockingIOError:  # the channel's queue is full (ChannelFull)
+            return False
         return True
 
     def close_stdin(self) -> bool:

@@ -32,11 +32,16 @@ class SpawnError(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """The resource limits asked for, and which of them a cgroup enforces."""
+    """The resource limits a sandbox has, and which of them the kernel enforces.
+
+    ``memory_bytes`` and ``pids`` are cgroup limits (``memory``, ``pids`` in ``enforced`` when a cgroup
+    enforces them); ``disk_bytes`` is the size of the tmpfs that is the sandbox's writable root (``disk``).
+    """
 
     memory_bytes: int | None = None
     pids: int | None = None
     enforced: frozenset[str] = frozenset()
+    disk_bytes: int | None = None
 
     def deviations(self) -> list[str]:
         """Return the limits recorded but not enforced."""
@@ -45,6 +50,8 @@ class Limits:
             out.append(f"memory limit {self.memory_bytes} bytes recorded, not enforced (no writable memory cgroup)")
         if self.pids is not None and "pids" not in self.enforced:
             out.append(f"pids limit {self.pids} recorded, not enforced (no writable pids cgroup)")
+        if self.disk_bytes is not None and "disk" not in self.enforced:
+            out.append(f"disk limit {self.disk_bytes} bytes recorded, not enforced (no tmpfs for the sandbox's root)")
         return out
 
 

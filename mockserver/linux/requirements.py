@@ -2,7 +2,7 @@
 
 Needed: Linux; root (euid 0, to make network namespaces, veth links and cgroups); the kernel letting us
 make user, network, mount and PID namespaces (probed in a forked child); bubblewrap (``bwrap``, with
-``--userns``); iproute2 (``ip``); nftables (``libnftables`` loaded in-process, else the ``nft`` binary);
+``--userns``); iproute2 (``ip``); nftables (``libnftables``, used by a helper process, else the ``nft`` binary);
 a ``python3`` under ``/usr`` (the sandbox's init runs on the host's interpreter, mounted read-only).
 Optional, reported as notes: writable cgroups for memory and pids limits (else limits are recorded, not
 enforced) and the freezer (else pause uses SIGSTOP).

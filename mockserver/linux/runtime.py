@@ -37,11 +37,13 @@ from types import TracebackType
 from mockserver.core.dns import DnsTable
 
 from . import cgroups as cg
+from . import fdlimit
 from .assembly import BASE_ENV, Assembler, SandboxStartError, make_userns
 from .channel import Hub
 from .egress import EgressPlan
 from .kernel import mount_state_tmpfs, unmount
-from .launch import find_bwrap, prepare_guest_code
+from .launch import find_bwrap, prepare_guest_code, release_mounts
+from .limits import SandboxLimits
 from .netns import remove_netns, stale_names
 from .pool import WarmPool
 from .records import Limits, SandboxStateError
@@ -50,13 +52,25 @@ from .sandbox import LinuxSandbox
 from .spawner import Launcher
 from .world import World
 
-__all__ = ["DEFAULT_UID_BASE", "LOCK_DIR", "LinuxRuntime", "SandboxStartError", "remove_stale", "sweep_mutex"]
+__all__ = [
+    "DEFAULT_UID_BASE",
+    "LOCK_DIR",
+    "LinuxRuntime",
+    "SandboxCapacityError",
+    "SandboxStartError",
+    "remove_stale",
+    "sweep_mutex",
+]
 
 DEFAULT_UID_BASE = 0x70000000
 LOCK_DIR = Path("/run/sandproof")
 #: Held while a runtime takes its id or sweeps (not a ``*.lock``: the sweep's glob never sees it).
 SWEEP_MUTEX = LOCK_DIR / "sweep.mutex"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+class SandboxCapacityError(SandboxStartError):
+    """The runtime's process has no room (file descriptors) for another sandbox."""
 
 
 @contextlib.contextmanager
@@ -99,8 +113,7 @@ def remove_stale(own_id: str | None = None) -> list[str]:
             path.unlink()
         for place in {Path(tempfile.gettempdir()), Path(_scratch())}:
             for leftover in place.glob(f"sandproof-linux-{path.stem}-*"):
-                with contextlib.suppress(OSError):
-                    unmount(str(leftover))  # a state folder of its own file system (see _mount_state)
+                release_mounts(leftover)  # the sandboxes' root tmpfs, the state folder's own (see _mount_state)
                 shutil.rmtree(leftover, ignore_errors=True)
     return removed
 
@@ -167,8 +180,10 @@ class LinuxRuntime:
         dns: DnsTable | None = None,
         uid_base: int = DEFAULT_UID_BASE,
         warm: int = 1,
+        limits: SandboxLimits | None = None,
     ) -> None:
         self.requirements = require()
+        self.limits = limits or SandboxLimits()
         python, bwrap = guest_python(), find_bwrap()
         assert python is not None and bwrap is not None
         self.python, self.bwrap = python, bwrap
@@ -218,9 +233,9 @@ class LinuxRuntime:
             self.hub = Hub()
             self.assembler = Assembler(
                 self.id, uid_base, self.userns_fd, bwrap, python, self.guest_dir, guest_entry, self.world,
-                self.hub, self.launcher, self.cgroups, self._next_index, self._forget,
+                self.hub, self.launcher, self.cgroups, self._next_index, self._forget, self.limits.disk_bytes,
             )  # fmt: skip
-            self.pool = WarmPool(self._warm_one, warm)
+            self.pool = WarmPool(self._warm_one, warm, room=lambda: fdlimit.has_room(2))
         except BaseException:
             self.close()
             raise
@@ -257,13 +272,19 @@ class LinuxRuntime:
         env: Mapping[str, str] | None = None,
         memory_bytes: int | None = None,
         pids: int | None = None,
+        disk_bytes: int | None = None,
         egress: EgressPlan | None = None,
     ) -> LinuxSandbox:
         """Return a running sandbox (from the warm pool when one is ready); raise SandboxStartError if it fails.
 
+        :class:`SandboxCapacityError` (a SandboxStartError) when the process has no file descriptors left for
+        it (see :mod:`~mockserver.linux.fdlimit`): the providers' models refuse creates before that point.
+
         ``sandbox_id`` names its state folder ``<state>/<id>``; ``hostname`` defaults to the id; ``env`` is
         added to every process's environment; ``memory_bytes`` and ``pids`` are cgroup limits (recorded when no
-        cgroup can enforce them, see ``sandbox.limits``); ``egress`` is the plan its firewall starts with.
+        cgroup can enforce them, see ``sandbox.limits``) and ``disk_bytes`` the size of its root tmpfs, each
+        the runtime's default (:attr:`limits`, :mod:`~mockserver.linux.limits`) when None; ``egress`` is the
+        plan its firewall starts with.
         """
         with self._lock:
             if self._closed:
@@ -280,9 +301,20 @@ class LinuxRuntime:
             else:
                 if sandbox is not None:
                     sandbox.destroy()
+                if not fdlimit.has_room():
+                    raise SandboxCapacityError(
+                        f"no room for another sandbox: {fdlimit.open_fds()} of {fdlimit.soft_limit()} file "
+                        "descriptors are open"
+                    )
                 sandbox = self.assembler.assemble(sandbox_id, self.state_dir / sandbox_id, hostname, env or {})
             try:
-                self._configure(sandbox, memory_bytes, pids, egress)
+                self._configure(
+                    sandbox,
+                    self.limits.memory_bytes if memory_bytes is None else memory_bytes,
+                    self.limits.pids if pids is None else pids,
+                    self.limits.disk_bytes if disk_bytes is None else disk_bytes,
+                    egress,
+                )
             except BaseException:
                 sandbox.destroy()
                 raise
@@ -295,14 +327,18 @@ class LinuxRuntime:
 
     @staticmethod
     def _configure(
-        sandbox: LinuxSandbox, memory_bytes: int | None, pids: int | None, egress: EgressPlan | None
+        sandbox: LinuxSandbox, memory_bytes: int, pids: int, disk_bytes: int, egress: EgressPlan | None
     ) -> None:
         enforced = set()
-        if memory_bytes is not None and sandbox.cgroup is not None and sandbox.cgroup.set_memory(memory_bytes):
+        if sandbox.cgroup is not None and sandbox.cgroup.set_memory(memory_bytes):
             enforced.add("memory")
-        if pids is not None and sandbox.cgroup is not None and sandbox.cgroup.set_pids(pids):
+        if sandbox.cgroup is not None and sandbox.cgroup.set_pids(pids):
             enforced.add("pids")
-        sandbox.limits = Limits(memory_bytes, pids, frozenset(enforced))
+        if "disk" in sandbox.limits.enforced and (
+            disk_bytes == sandbox.limits.disk_bytes or sandbox.layout.resize(disk_bytes)
+        ):
+            enforced.add("disk")
+        sandbox.limits = Limits(memory_bytes, pids, frozenset(enforced), disk_bytes)
         if egress is not None:
             sandbox.firewall.apply(egress)
 
@@ -318,6 +354,7 @@ class LinuxRuntime:
         if sandbox.cgroup is not None:
             sandbox.cgroup.remove()
         if remove_files:
+            sandbox.layout.release()
             trash = self.state_dir / ".trash" / f"{sandbox.id}-{sandbox.index}"
             try:
                 trash.parent.mkdir(exist_ok=True)
@@ -370,6 +407,8 @@ class LinuxRuntime:
             self.userns_fd = -1
         for hierarchy in self.cgroups.hierarchies():
             cg.remove_tree(hierarchy.runtime_dir(self.id))
+        for sandbox_dir in self.state_dir.iterdir() if self.state_dir.is_dir() else ():
+            release_mounts(sandbox_dir)  # the sandboxes' root tmpfs (the state folder's own goes below)
         if self._owns_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
             if self._state_mounted:

@@ -46,6 +46,8 @@ __all__ = ["Limits", "LinuxSandbox", "RunResult", "SandboxState", "SandboxStateE
 
 SandboxState = Literal["starting", "running", "frozen", "destroyed"]
 SPAWN_TIMEOUT = 10.0
+#: Seconds a signal waits for the init to confirm it (an init that does not read is not waited for).
+SIGNAL_REPLY_WAIT = 0.5
 _STREAMS: frozenset[str] = frozenset({"stdout", "stderr", "pty"})
 
 
@@ -315,10 +317,15 @@ class LinuxSandbox:
         if self.state == "destroyed" or self.channel is None or self.channel.closed:
             return False
         channel = self._check()
+        future = channel.request({"op": "signal", "id": ident, "signal": int(signum), "group": group})
+        if channel.queued:  # the init is not reading (stopped): the signal goes when it reads again
+            return True
         try:
-            reply = channel.call({"op": "signal", "id": ident, "signal": int(signum), "group": group})
+            reply = future.result(SIGNAL_REPLY_WAIT)
         except ChannelClosed:
             return False
+        except TimeoutError:  # the init does not answer now; the request stays queued for it
+            return True
         return bool(reply.get("ok"))
 
     @property

@@ -17,7 +17,7 @@ Served in the world, all from threads of the host process with sockets made insi
   header (``/status/<code>`` answers that status), and TCP echo on :data:`ECHO_PORTS`.
 
 Known deviations: the internet is simulated: only names of the DNS table resolve (unknown names get the
-table's synthetic 198.18.0.0/15 addresses), every served address runs the same HTTP and echo test hosts,
+table's synthetic 198.18.0.0/15 addresses, one per name, never shared), every served address runs the same HTTP and echo test hosts,
 there is no TLS, no IPv6 and no other port; addresses the table does not hand out are unreachable.
 """
 

@@ -3,7 +3,10 @@
 A ``python`` context is one ``python3`` process in the sandbox running the kernel of
 :mod:`mockserver.linux.standalone.kernel`: cells go in on its stdin, their output comes out as it is
 written, and the kernel's end-of-cell report (after a random marker, on both streams) gives the value of
-the cell's last expression or its exception. A ``bash`` context is a bash session
+the cell's last expression or its exception. A ``javascript`` context is the same with ``node`` running
+:data:`JS_KERNEL` (cells share one global scope, top-level ``let`` included; a promise a cell ends with is
+awaited; values are shown as ``util.inspect`` shows them); without ``node`` in the sandbox it fails to
+create as execd does without a kernel. A ``bash`` context is a bash session
 (:class:`~.linux_runtime.SessionState`): its variables and directory persist. The rules (bodies, refusals,
 event shapes) are :mod:`.model.code`'s.
 """
@@ -30,9 +33,49 @@ from .model import code as rules
 from .model.execd import error_event
 from .model.records import SandboxRecord
 
-__all__ = ["CodeContexts"]
+__all__ = ["JS_KERNEL", "CodeContexts"]
 
 _HEX = "0123456789abcdef"
+
+#: The javascript kernel, run as ``node -e JS_KERNEL <marker>``: the protocol of
+#: :mod:`mockserver.linux.standalone.kernel` (a JSON line per cell on stdin; the marker and the report on both
+#: streams at its end); SIGINT interrupts a running cell and is ignored between cells.
+JS_KERNEL = r"""
+const vm = require("vm"), fs = require("fs"), util = require("util");
+const { StringDecoder } = require("string_decoder");
+const marker = process.argv[1];
+globalThis.require = require;
+process.on("SIGINT", () => {});
+const decoder = new StringDecoder("utf8");
+let count = 0, pending = "", queue = Promise.resolve();
+async function cell(code) {
+  count += 1;
+  let result = null, error = null;
+  try {
+    let value = new vm.Script(code, { filename: "<cell>" }).runInThisContext({ breakOnSigint: true, displayErrors: false });
+    if (value && typeof value.then === "function") value = await value;
+    if (value !== undefined) result = util.inspect(value);
+  } catch (exc) {
+    const e = exc instanceof Error ? exc : new Error(String(exc));
+    error = { ename: e.name, evalue: e.message, traceback: String(e.stack || e).split("\n").filter((l) => !l.startsWith("    at ") || l.includes("<cell>")) };
+  }
+  const line = marker + JSON.stringify({ count, result, error }) + "\n";
+  fs.writeSync(1, line);
+  fs.writeSync(2, line);
+}
+process.stdin.on("data", (chunk) => {
+  pending += decoder.write(chunk);
+  let at;
+  while ((at = pending.indexOf("\n")) >= 0) {
+    const line = pending.slice(0, at);
+    pending = pending.slice(at + 1);
+    if (line.trim()) {
+      const code = JSON.parse(line).code;
+      queue = queue.then(() => cell(code));
+    }
+  }
+});
+"""
 
 
 @dataclass
@@ -72,15 +115,14 @@ class CodeContexts:
             raise rules.create_failed("kernel not found")
         context = rules.CodeContext(self.ids.token(32, _HEX), language, cwd)
         live = _Context(context)
-        if language == "python":
+        if language in ("python", "javascript"):
             live.marker = "\x1e" + secrets.token_hex(8) + "\x1f"
             sandbox = await self.sandbox_of(sb)
+            argv = ["python3", KERNEL_PATH] if language == "python" else ["node", "-e", JS_KERNEL]
             try:
-                live.kernel = await sandbox.start_process_async(
-                    ["python3", KERNEL_PATH, live.marker], cwd=cwd or "/", stdin=True
-                )
+                live.kernel = await sandbox.start_process_async([*argv, live.marker], cwd=cwd or "/", stdin=True)
             except SpawnError as exc:
-                raise rules.create_failed(exc.message) from exc
+                raise rules.create_failed("kernel not found" if language == "javascript" else exc.message) from exc
         else:
             live.session = SessionState(cwd or "/")
         self._of(sb)[context.id] = live

@@ -11,7 +11,10 @@ reports as execd does:
   ``exec`` gives (``exit status N``; ``-1`` and ``signal: killed`` / ``signal: terminated`` for a signal).
   ``timeout`` (ms, real time) kills the process group; ``DELETE /command?id=`` sends it SIGTERM.
   Background commands write to the command's combined log only (stderr folded into stdout, so the log
-  keeps the order the two were written in).
+  keeps the order the two were written in). A command's log keeps its first :data:`LOG_BYTES_LIMIT`
+  bytes (the rest is still streamed, not kept), and its output is taken one chunk per turn of the event
+  loop, and not while :data:`EVENTS_QUEUED` events wait for the SSE client: the process is
+  flow-controlled (:mod:`mockserver.linux.process`), so a flood goes only as fast as the client reads.
 * ``POST /session/{id}/run``: as execd's bash sessions do, each run is a fresh ``bash --noprofile
   --norc`` given the session's exported variables and working directory, with stderr folded into stdout,
   that dumps its variables and directory at the end; both persist to the next run. Its output is sent one
@@ -63,6 +66,10 @@ SIGNAL_NAMES = {
     14: "alarm clock",
     15: "terminated",
 }
+#: Bytes of a command's combined log kept for ``GET /command/{id}/logs``.
+LOG_BYTES_LIMIT = 16 * 1024 * 1024
+#: Events a foreground command's SSE stream may have waiting before its output is no longer taken.
+EVENTS_QUEUED = 256
 ENV_START, ENV_END = "__ENV_DUMP_START__", "__ENV_DUMP_END__"
 PWD_MARK, EXIT_MARK = "__PWD__:", "__EXIT_CODE__:"
 _NOT_PERSISTED = frozenset({"PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "_", "SHLVL", "OLDPWD", "PWD"})
@@ -176,7 +183,9 @@ class LinuxExecution(EventQueue):
         async for event in process.aevents():
             if isinstance(event, OutputChunk):
                 stream = "stderr" if event.stream == "stderr" else "stdout"
-                self.record.output.extend(event.data)
+                room = LOG_BYTES_LIMIT - len(self.record.output)
+                if room > 0:
+                    self.record.output.extend(event.data[:room])
                 text = decoders[stream].decode(event.data)
                 if self.marker is not None and stream == "stdout":
                     partial += text
@@ -185,6 +194,9 @@ class LinuxExecution(EventQueue):
                         self._emit({"type": "stdout", "text": line, "timestamp": self.clock.now_ms()})
                 elif text:
                     self._emit({"type": stream, "text": text, "timestamp": self.clock.now_ms()})
+                await asyncio.sleep(0)  # one chunk per turn of the loop: other requests go between
+                while self.queue is not None and self.queue.qsize() >= EVENTS_QUEUED:
+                    await asyncio.sleep(0.01)  # the stream's client lags: the process waits (flow control)
             else:
                 if self.marker is not None and partial:
                     for line in self._session_lines([partial]):

@@ -17,7 +17,8 @@ everything and this module follows it.
   ``Failed``, ``Stopping``, deleted and expired sandboxes are destroyed.
 * **OOM**: a process the memory cgroup's OOM killer ends takes the container with it, as on Docker: the
   record turns ``Failed`` with the runtime's OOM status (:meth:`oom`) and the sandbox is destroyed.
-* **Ports**: any port but execd's and the sidecar's relays to the sandbox's own service.
+* **Ports**: any port but execd's and the sidecar's relays to the sandbox's own service; Jupyter's port
+  (44771) listens inside every sandbox (:mod:`.linux_jupyter`), for the code-interpreter SDK's health check.
 
 Known deviations: ``image`` and ``entrypoint`` choose nothing (the sandbox is the host's system folders,
 read-only, and no entrypoint runs); ``resourceLimits.cpu`` is reported by ``/metrics`` but not enforced; a
@@ -32,15 +33,16 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from mockserver.core import DnsTable
-from mockserver.linux import LinuxRuntime, LinuxSandbox, opensandbox_apply
+from mockserver.linux import LinuxRuntime, LinuxSandbox, SandboxLimits, opensandbox_apply
 from mockserver.linux.bindings import SandboxBindings
 from mockserver.linux.egress import OpenSandboxMode
 from mockserver.linux.hostfs import HostFileSystem
 from mockserver.linux.ingress import ASGIApp, Receive, Scope, Send
 
+from .linux_jupyter import JupyterListeners
 from .model.config import ServerConfig
 from .model.egress import effective_policy
-from .model.execd import memory_limit_bytes
+from .model.execd import disk_limit_bytes, memory_limit_bytes
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes.render import SANDBOX_KEY
@@ -54,10 +56,13 @@ ENDED = frozenset({"Failed", "Terminated", "Stopping"})
 class LinuxSandboxes(SandboxBindings[SandboxRecord, object]):
     """The real sandboxes of one OpenSandbox mock (each record's applied policy object); thread-safe."""
 
-    def __init__(self, state: OpenSandboxState, config: ServerConfig, dns: DnsTable) -> None:
-        super().__init__(dns)
+    def __init__(
+        self, state: OpenSandboxState, config: ServerConfig, dns: DnsTable, limits: SandboxLimits | None = None
+    ) -> None:
+        super().__init__(dns, limits)
         self.state = state
         self.config = config
+        self.jupyter = JupyterListeners()
 
     @property
     def mode(self) -> OpenSandboxMode:
@@ -73,12 +78,14 @@ class LinuxSandboxes(SandboxBindings[SandboxRecord, object]):
                 hostname=record.id[:12],
                 env=dict(record.spec.env),
                 memory_bytes=memory_limit_bytes(record),
+                disk_bytes=disk_limit_bytes(record),
             )
             try:
                 policy = effective_policy(record)
                 opensandbox_apply(sandbox.firewall, policy, self.mode, self.dns)
                 self._applied[record.id] = policy
                 self._write_restored(record.id, sandbox)
+                self.jupyter.open(record.id, sandbox)
             except BaseException:
                 sandbox.destroy()
                 raise
@@ -142,6 +149,21 @@ class LinuxSandboxes(SandboxBindings[SandboxRecord, object]):
         with contextlib.suppress(Exception):
             self.state.fail(record.id, *self.state.profile.oom_status())
         self.forget(record.id)
+
+    def forget(self, key: str) -> None:
+        """Destroy the real sandbox of ``key`` and close its Jupyter port."""
+        self.jupyter.close(key)
+        super().forget(key)
+
+    def clear(self) -> None:
+        """Destroy every real sandbox and its Jupyter port."""
+        self.jupyter.close_all()
+        super().clear()
+
+    def close(self) -> None:
+        """Destroy every real sandbox, close the Jupyter ports and the runtime."""
+        self.jupyter.close_all()
+        super().close()
 
     # -- services ----------------------------------------------------------------------------------
 

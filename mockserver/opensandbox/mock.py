@@ -6,7 +6,12 @@ two ways, both served by this same app, so one transport or one socket serves ev
 
 * directly, at the endpoint ``{host}/direct/{sandbox_id}/{port}`` the lifecycle API hands out
   (scheme-less, as the real server does);
-* through the server proxy ``{host}/v1/sandboxes/{sandbox_id}/proxy/{port}`` (``use_server_proxy``).
+* through the server proxy ``{host}/v1/sandboxes/{sandbox_id}/proxy/{port}`` (``use_server_proxy``), which
+  passes on the request's headers cleaned as the real server cleans them (:mod:`.model.forwarding`: no
+  credentials, ``X-Forwarded-*`` rebuilt from the connection).
+
+With the emulator, ports other than execd's and the sidecar's are served by an echo app (:mod:`.routes.echo`)
+that answers what reached the sandbox.
 
 ``runtime`` chooses what runs the sandboxes: ``"emulator"`` (the default: the shared command emulator over
 an in-memory filesystem) or ``"linux"`` (real processes in Linux namespaces: execd's commands, bash
@@ -20,7 +25,7 @@ releases its sandboxes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.routing import BaseRoute, Mount
@@ -29,6 +34,7 @@ from starlette.types import ASGIApp
 from mockserver.admin.catalogue import NamedFault
 from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
+from mockserver.core.capacity import Capacity
 from mockserver.core.changes import Persistent
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
@@ -44,12 +50,16 @@ from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes import admin
+from .routes.diagnostics import diagnostics_routes
+from .routes.echo import echo_app
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
 from .routes.render import exception_handlers
 
 if TYPE_CHECKING:
+    from mockserver.linux import SandboxLimits
+
     from .linux_sandboxes import LinuxSandboxes
 
 __all__ = ["RUNTIMES", "OpenSandboxMock"]
@@ -57,6 +67,11 @@ __all__ = ["RUNTIMES", "OpenSandboxMock"]
 #: What can run the sandboxes (see the module docstring).
 RUNTIMES = ("emulator", "linux")
 RuntimeName = Literal["emulator", "linux"]
+
+
+def _echo_port(sb: SandboxRecord, port: int) -> ASGIApp:
+    """Return the emulator's app for a sandbox's own port: the echo app."""
+    return echo_app
 
 
 class OpenSandboxMock(HttpMock):
@@ -68,8 +83,12 @@ class OpenSandboxMock(HttpMock):
     (Pending for ``pending_seconds``, visible Pausing/Resuming). ``execd_token`` / ``egress_token`` make the
     endpoints carry and require access headers. ``enforcement_mode`` is the sidecar's ``dns`` (names only)
     or ``dns+nft`` (also raw IPs). ``allowed_host_paths`` are the prefixes host volumes may mount (none, as
-    the real server's default). ``runner_factory`` replaces the shared command emulator. ``runtime`` is
-    ``"emulator"`` (default) or ``"linux"`` (see the module docstring).
+    the real server's default). ``egress_image=False`` is a server without an egress sidecar image (the real
+    server's default configuration): a create with a ``networkPolicy`` then answers 400. ``runner_factory``
+    replaces the shared command emulator. ``runtime`` is ``"emulator"`` (default) or ``"linux"`` (see the module
+    docstring). ``capacity`` caps the live sandboxes (shared with the server's other mock; a full server answers
+    create 429 ``POOL_CAPACITY_EXHAUSTED``). ``sandbox_limits`` are the linux sandboxes' default limits
+    (:mod:`mockserver.linux.limits`).
     """
 
     provider = "opensandbox"
@@ -88,6 +107,7 @@ class OpenSandboxMock(HttpMock):
         snapshot_seconds: float = 0.0,
         egress_without_policy: bool = False,
         allowed_host_paths: tuple[str, ...] = (),
+        egress_image: bool = True,
         execd_token: str | None = None,
         egress_token: str | None = None,
         enforcement_mode: str = "dns",
@@ -95,6 +115,8 @@ class OpenSandboxMock(HttpMock):
         http: HttpTable | None = None,
         runner_factory: RunnerFactory | None = None,
         runtime: RuntimeName = "emulator",
+        capacity: Capacity | None = None,
+        sandbox_limits: SandboxLimits | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -104,6 +126,7 @@ class OpenSandboxMock(HttpMock):
             require()  # fail at once, naming what is missing
         super().__init__(clock=clock, seed=seed, dns=dns)
         self.runtime_name: RuntimeName = runtime
+        self._sandbox_limits = sandbox_limits
         self.linux: LinuxSandboxes | None = None
         self.config = ServerConfig(
             access=KeyTable.from_option(api_key),
@@ -111,8 +134,9 @@ class OpenSandboxMock(HttpMock):
             egress_token=egress_token,
             enforcement=enforcement_mode,
             snapshot_seconds=snapshot_seconds,
-            user_ports=runtime == "linux",
+            user_ports=True,
             allowed_host_paths=tuple(allowed_host_paths),
+            egress_image=egress_image,
         )
         self.profile = make_profile(
             profile,
@@ -123,6 +147,8 @@ class OpenSandboxMock(HttpMock):
         )
         self.state = OpenSandboxState(self.profile, self.clock, self.ids)
         self.state.egress_without_policy = egress_without_policy
+        self.capacity = capacity or Capacity()
+        self.state.use_capacity(self.capacity)
         self.http = http or HttpTable()
         self.commands: CommandRuntime
         live: list[BaseRoute] = []
@@ -138,7 +164,7 @@ class OpenSandboxMock(HttpMock):
             EXECD_PORT: OnFirstCall(lambda: service_router([*live, *self.execd_routes(), *self.file_routes()])),
             EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),
         }
-        user_port = None
+        user_port: Callable[[SandboxRecord, int], ASGIApp] = _echo_port
         if linux is not None:
             services[EXECD_PORT] = linux.prepared(services[EXECD_PORT])  # the sidecar needs no real sandbox
             user_port = linux.port_app
@@ -148,13 +174,16 @@ class OpenSandboxMock(HttpMock):
 
     def _compose_linux(self) -> tuple[LinuxSandboxes, list[BaseRoute]]:
         """Build the linux runtime's parts; return them and the execd routes only it serves."""
+        from mockserver.linux.fdlimit import has_room
+
         from .linux_code import CodeContexts
         from .linux_pty import PtySessions
         from .linux_runtime import LinuxCommandRuntime
         from .linux_sandboxes import LinuxSandboxes
         from .routes.live import LiveContext, live_routes
 
-        linux = LinuxSandboxes(self.state, self.config, self.dns)
+        self.capacity.set_room(has_room)
+        linux = LinuxSandboxes(self.state, self.config, self.dns, self._sandbox_limits)
         self.linux = linux
         self.commands = LinuxCommandRuntime(
             self.clock, self.ids, self.dns, self.config.enforcement, linux.ensure_async, linux.oom
@@ -222,7 +251,11 @@ class OpenSandboxMock(HttpMock):
         direct = Mount(f"{DIRECT_PREFIX}/{{sandbox_id}}/{{port:int}}", app=self.direct_app)
         # The sandbox port's own server sees any path; Starlette's mount remainder would stop at a newline.
         direct.path_regex = re.compile(direct.path_regex.pattern, re.DOTALL)
-        return [direct, *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app))]
+        return [
+            direct,
+            *lifecycle_routes(LifecycleContext(self.state, self.config, self.proxy_app)),
+            *diagnostics_routes(self.state),
+        ]
 
     def named_faults(self) -> Mapping[str, NamedFault]:
         """Return the named fault catalogue served under ``/_mock/faults/catalogue``."""

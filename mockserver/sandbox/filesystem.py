@@ -20,6 +20,7 @@ FsErrorCode = Literal[
     "no_space",
     "permission_denied",
     "read_only",
+    "name_too_long",
     "not_regular",
 ]
 
@@ -33,6 +34,7 @@ STRERROR: dict[str, str] = {
     "no_space": "No space left on device",
     "permission_denied": "Permission denied",
     "read_only": "Read-only file system",
+    "name_too_long": "File name too long",
     "not_regular": "Not a regular file",
 }
 
@@ -40,6 +42,9 @@ DIR_SIZE = 4096
 DUMP_VERSION = 1
 #: Bytes of file content one emulated sandbox may hold (it lives in the mock's memory); ENOSPC beyond.
 DEFAULT_QUOTA = 16 * 1024 * 1024
+#: Linux's bounds on a path a system call takes: PATH_MAX bytes including the final NUL, NAME_MAX per name.
+PATH_MAX = 4096
+NAME_MAX = 255
 
 
 class FsError(Exception):
@@ -139,13 +144,28 @@ class FileStream:
 
 
 def normpath(path: str, cwd: str | None = None) -> str:
-    """Return the canonical absolute form of `path`, resolving it against `cwd` when relative."""
+    """Return the canonical absolute form of `path`, resolving it against `cwd` when relative.
+
+    ``invalid_path`` (EINVAL) for an empty path or a NUL byte; ``name_too_long`` (ENAMETOOLONG) for a path of
+    :data:`PATH_MAX` bytes or more, or a name longer than :data:`NAME_MAX` bytes, as the kernel refuses them
+    (a relative path is measured once joined to `cwd`: the emulator keeps absolute paths).
+    """
     if path == "" or "\x00" in path:
         raise FsError("invalid_path", f"invalid path: {path!r}")
     if not path.startswith("/"):
         if cwd is None:
             raise FsError("invalid_path", f"path must be absolute: {path!r}")
         path = normpath(cwd) + "/" + path
+    if len(path) >= PATH_MAX // 4 and _size(path) >= PATH_MAX:
+        raise FsError("name_too_long", f"file name too long: {path[:64]}... ({_size(path)} bytes)")
+    return _normalize(path)
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
+def _normalize(path: str) -> str:
     parts: list[str] = []
     for seg in path.split("/"):
         if seg in ("", "."):
@@ -154,6 +174,8 @@ def normpath(path: str, cwd: str | None = None) -> str:
             if parts:
                 parts.pop()
             continue
+        if len(seg) > NAME_MAX // 4 and _size(seg) > NAME_MAX:
+            raise FsError("name_too_long", f"file name too long: {seg[:64]}... ({_size(seg)} bytes)")
         parts.append(seg)
     return "/" + "/".join(parts)
 
@@ -172,9 +194,14 @@ def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:
 
 
 def _content_size(node: _Node) -> int:
-    if isinstance(node, _File):
-        return len(node.data)
-    return sum(_content_size(child) for child in node.children.values())
+    total, todo = 0, [node]
+    while todo:  # a loop, not recursion: a tree may be deeper than Python's recursion limit
+        current = todo.pop()
+        if isinstance(current, _File):
+            total += len(current.data)
+        else:
+            todo.extend(current.children.values())
+    return total
 
 
 class FileSystem:
@@ -331,10 +358,12 @@ class FileSystem:
             return [self._info(path, node) for path, node in self._walk(root, self._get(root))]
 
     def _walk(self, path: str, node: _Node) -> Iterator[tuple[str, _Node]]:
-        yield path, node
-        if isinstance(node, _Dir):
-            for name in sorted(node.children):
-                yield from self._walk(_join(path, name), node.children[name])
+        todo = [(path, node)]
+        while todo:  # depth first, names in order; a loop, as a tree may be deeper than the recursion limit
+            current, item = todo.pop()
+            yield current, item
+            if isinstance(item, _Dir):
+                todo.extend((_join(current, name), item.children[name]) for name in sorted(item.children, reverse=True))
 
     def search(self, root: str, glob_pattern: str) -> list[FileInfo]:
         """Return entries below `root` whose basename matches `glob_pattern` (case-sensitive)."""
@@ -400,12 +429,19 @@ class FileSystem:
             return self._info(path, node)
 
     def _makedirs(self, path: str, mode: int) -> None:
-        try:
-            self.mkdir(path, mode, parents=True)
-        except FsError as exc:
-            if exc.code != "exists":
-                raise
-            raise FsError("not_a_directory", f"not a directory: {path}") from None
+        """Create every missing directory of the normalised `path`, from the root down (a loop: any depth)."""
+        node: _Dir = self._root
+        walked = ""
+        for name in path.strip("/").split("/") if path != "/" else []:
+            walked += "/" + name
+            child = node.children.get(name)
+            if child is None:
+                child = _Dir(mode & 0o7777, self._now(), self.user, self.user)
+                node.children[name] = child
+                self._touch_dir(node)
+            elif not isinstance(child, _Dir):
+                raise FsError("not_a_directory", f"not a directory: {walked}")
+            node = child
 
     def remove(self, path: str, recursive: bool = False) -> None:
         """Delete a file or directory; non-empty directories need `recursive`."""
@@ -523,7 +559,7 @@ class FileSystem:
         fs = cls(now=now, user=str(data.get("user", "user")), empty=True, quota=quota)
         try:
             for entry in data["entries"]:
-                path = normpath(entry["path"])
+                path = _normalize(str(entry["path"]))  # no PATH_MAX: a move may have made a deeper path
                 meta = (int(entry["mode"]) & 0o7777, float(entry["mtime"]), entry["owner"], entry["group"])
                 if entry["type"] == "dir":
                     node: _Node = _Dir(*meta)
@@ -547,6 +583,8 @@ class FileSystem:
 __all__ = [
     "CHUNK",
     "DEFAULT_QUOTA",
+    "NAME_MAX",
+    "PATH_MAX",
     "STRERROR",
     "FileInfo",
     "FileStream",

@@ -6,7 +6,8 @@ with the model's rules, the daemon records what happened, and this module only r
 
 * A command is ``[command, *args]`` exec'd without a shell (``PATH`` looked up), with the sandbox's
   environment plus ``env``, in ``working_dir`` (``/`` by default). Its stdout and stderr become the daemon's
-  line events as they come; its end is ``exit_code``, or ``signal`` with ``reason`` ``signaled``,
+  line events as they come, :data:`LINES_PER_TURN` lines per turn of the event loop at most; the process
+  is flow-controlled (:mod:`mockserver.linux.process`), so a flood goes as fast as it is recorded; its end is ``exit_code``, or ``signal`` with ``reason`` ``signaled``,
   ``timed_out`` (a run's ``timeout``, in real seconds) or ``oom_killed`` (the sandbox's memory cgroup).
 * ``stdin_mode: "pipe"`` gives the process a real stdin pipe; ``stdin`` and ``stdin/close`` feed it.
 * Signals go to the process group; a signal the program handles does not end it.
@@ -38,6 +39,8 @@ from .processes import RecordedRuntime, Terminal
 __all__ = ["LinuxProcessRuntime", "LinuxTerminal"]
 
 _Key = tuple[str, int]
+#: Output lines recorded per turn of the event loop (a flood of short lines is recorded in slices).
+LINES_PER_TURN = 128
 STOP_WAIT = 5.0
 _SPAWN_CODES = {"permission_denied": 126}
 
@@ -69,6 +72,15 @@ async def _start(
         timeout=timeout,
         pty=pty,
     )
+
+
+def _pieces(data: bytes) -> list[bytes]:
+    """Cut ``data`` into slices of about :data:`LINES_PER_TURN` lines each."""
+    lines = data.count(b"\n")
+    if lines <= LINES_PER_TURN:
+        return [data]
+    size = max(1, len(data) * LINES_PER_TURN // lines)
+    return [data[start : start + size] for start in range(0, len(data), size)]
 
 
 class LinuxTerminal:
@@ -139,8 +151,11 @@ class LinuxProcessRuntime(RecordedRuntime):
                 process.signal(running.pending_signal)
             async for event in process.aevents():
                 if isinstance(event, OutputChunk):
-                    daemon.write(proc, "stderr" if event.stream == "stderr" else "stdout", event.data, self.clock.now())
-                    self._notify(daemon, proc)
+                    stream = "stderr" if event.stream == "stderr" else "stdout"
+                    for piece in _pieces(event.data):
+                        daemon.write(proc, stream, piece, self.clock.now())
+                        self._notify(daemon, proc)
+                        await asyncio.sleep(0)  # bounded work per turn of the loop: other requests go between
                 else:
                     self._end(daemon, proc, event)
         except SandboxStateError:

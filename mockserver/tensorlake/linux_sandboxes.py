@@ -29,7 +29,7 @@ from typing import Any
 
 from contracts.tensorlake import NetworkConfig
 from mockserver.core.dns import DnsTable
-from mockserver.linux import LinuxRuntime, LinuxSandbox, tensorlake_apply
+from mockserver.linux import LinuxRuntime, LinuxSandbox, SandboxLimits, tensorlake_apply
 from mockserver.linux.bindings import SandboxBindings
 from mockserver.linux.hostfs import HostFileSystem
 from mockserver.sandbox.filesystem import FileSystem
@@ -47,8 +47,10 @@ Applied = tuple[NetworkConfig | None, int]
 class LinuxSandboxes(SandboxBindings[Sandbox, Applied]):
     """The real sandboxes of one TensorLake mock; thread-safe."""
 
-    def __init__(self, dns: DnsTable, lookup: Callable[[str], Sandbox | None]) -> None:
-        super().__init__(dns)
+    def __init__(
+        self, dns: DnsTable, lookup: Callable[[str], Sandbox | None], limits: SandboxLimits | None = None
+    ) -> None:
+        super().__init__(dns, limits)
         self.lookup = lookup
 
     # -- the model's filesystems -------------------------------------------------------------------
@@ -69,7 +71,8 @@ class LinuxSandboxes(SandboxBindings[Sandbox, Applied]):
         def make(runtime: LinuxRuntime) -> LinuxSandbox:
             record = self.lookup(ident)
             memory = record.resources.memory_mb << 20 if record is not None else None
-            sandbox = runtime.create_sandbox(ident, hostname=ident[:63], memory_bytes=memory)
+            disk = record.resources.disk_mb << 20 if record is not None else None
+            sandbox = runtime.create_sandbox(ident, hostname=ident[:63], memory_bytes=memory, disk_bytes=disk)
             try:
                 network = record.network if record is not None else None
                 tensorlake_apply(sandbox.firewall, network, self.dns)

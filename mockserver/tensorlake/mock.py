@@ -12,6 +12,8 @@ in-memory filesystem, see ``docs/emulator.md``) or ``"linux"`` (real programs in
 PTYs, tunnels, real ports behind the ingress and egress enforced by nftables; see ``docs/runtime.md`` and
 :mod:`.linux_sandboxes`). ``"linux"`` raises :class:`~mockserver.linux.RuntimeUnavailable` at once, naming
 what is missing, where it cannot run; :meth:`TensorLakeMock.close` releases its sandboxes.
+``sandbox_limits`` are the linux sandboxes' default limits (:mod:`mockserver.linux.limits`; a sandbox's
+``resources.memory_mb`` and ``resources.disk_mb`` override memory and disk).
 
 Known deviations from the real service (see also the docstrings of :mod:`.model` and its modules): no TLS,
 no regions, no pools; with the emulator no PTY or tunnels; timings are virtual and default to instant; DNS
@@ -30,6 +32,7 @@ from starlette.types import ASGIApp
 from mockserver.admin.catalogue import NamedFault
 from mockserver.asgi.routing import OnFirstCall, indexed_app
 from mockserver.core import environment
+from mockserver.core.capacity import Capacity
 from mockserver.core.changes import Persistent
 from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
@@ -55,6 +58,7 @@ from .routes.ingress import Ingress, IngressContext
 from .routes.lifecycle import LifecycleContext, LifecycleRoutes
 
 if TYPE_CHECKING:
+    from mockserver.linux import SandboxLimits
     from mockserver.sandbox.commands import CommandEmulator
     from mockserver.sandbox.steps import Handler
 
@@ -81,7 +85,11 @@ def sdk_env(server_url: str, api_key: str = DEFAULT_API_KEY) -> dict[str, str]:
 
 
 class TensorLakeMock(HttpMock):
-    """A stateful, fault-injectable mock of the TensorLake sandbox API that the real SDK works against."""
+    """A stateful, fault-injectable mock of the TensorLake sandbox API that the real SDK works against.
+
+    ``capacity`` caps the live sandboxes (a :class:`~mockserver.core.capacity.Capacity`, possibly shared with
+    the server's other mock): a create past it answers 422 with the failure payload, ``no_capacity``.
+    """
 
     provider = "tensorlake"
 
@@ -96,6 +104,8 @@ class TensorLakeMock(HttpMock):
         api_keys: Iterable[str] | None = None,
         journal_size: int = 10_000,
         runtime: RuntimeName = "emulator",
+        capacity: Capacity | None = None,
+        sandbox_limits: SandboxLimits | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -113,12 +123,17 @@ class TensorLakeMock(HttpMock):
         self._port_apps: dict[tuple[str, int], ASGIApp] = {}
         self.model = self.new_model(KeyRing.of(api_keys))
         self.model.on_terminate = self._on_terminate
+        self.capacity = capacity or Capacity()
+        self.model.use_capacity(self.capacity)
         self.runtime_name: RuntimeName = runtime
         self.linux: LinuxSandboxes | None = None
         if runtime == "linux":
+            from mockserver.linux.fdlimit import has_room
+
             from .linux_sandboxes import LinuxSandboxes
 
-            self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get)
+            self.capacity.set_room(has_room)
+            self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get, sandbox_limits)
             self.model.filesystems = self.linux
             self.model.on_change = self.linux.reconcile
         self.lifecycle = LifecycleApi(self.model, self.ingress_domain)

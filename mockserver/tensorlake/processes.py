@@ -116,8 +116,9 @@ class RecordedRuntime:
         self._followers += 1
         try:
             while True:
-                while sent < len(proc.events):
-                    event = proc.events[sent]
+                sent = max(sent, proc.dropped)  # a follower that fell behind skips what was let go
+                while sent - proc.dropped < len(proc.events):
+                    event = proc.events[sent - proc.dropped]
                     sent += 1
                     if stream in ("output", event["stream"]):
                         yield event

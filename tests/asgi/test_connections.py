@@ -51,6 +51,8 @@ def test_the_default_cap_fits_the_file_descriptor_limit() -> None:
     assert default_max_connections() <= max(16, soft - 64)
     with pytest.raises(ValueError):
         bounded_h11(0, 1.0)
+    with pytest.raises(ValueError):
+        bounded_h11(1, 1.0, 0)
 
 
 def test_serve_keeps_answering_with_300_idle_sockets_under_a_256_descriptor_limit() -> None:
@@ -81,3 +83,64 @@ def test_serve_keeps_answering_with_300_idle_sockets_under_a_256_descriptor_limi
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def _gone(sock: socket.socket) -> bool:
+    """Tell whether the server closed ``sock`` (after an answer, or with a reset before reading all we sent)."""
+    sock.settimeout(0.01)
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except (TimeoutError, OSError):
+        return False
+    return True
+
+
+def _half_sent(port: int, count: int) -> list[socket.socket]:
+    """Open ``count`` connections that each send a request head announcing 1000 body bytes, and 10 of them."""
+    head = b"POST /_mock/clock/advance HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    sockets = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        sock.sendall(head + b'{"seconds"')
+        sockets.append(sock)
+        time.sleep(0.002)  # each head arrives before the next connection: the cap sees stalled bodies
+    return sockets
+
+
+def test_a_request_body_that_stalls_is_cut_after_the_body_timeout() -> None:
+    with MockServer(DemoMock().app, header_timeout=60, body_timeout=0.3) as server:
+        (sock,) = _half_sent(server.port, 1)
+        assert _closed_by_peer(sock, 5.0)
+        assert httpx.get(f"{server.url}/_mock/clock").status_code == 200
+
+
+def test_a_body_that_keeps_coming_is_not_cut() -> None:
+    with MockServer(DemoMock().app, header_timeout=60, body_timeout=0.3) as server:
+        body = b'{"seconds": 5}'
+        head = b"POST /_mock/clock/advance HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        (sock,) = _idle_sockets(server.port, 1)
+        sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body))
+        for byte in body:  # one byte every 0.1 s: slower in all than the timeout, never stalled that long
+            time.sleep(0.1)
+            sock.sendall(bytes([byte]))
+        sock.settimeout(5)
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        sock.close()
+
+
+def test_over_the_cap_stalled_bodies_are_shed_instead_of_refusing_new_requests() -> None:
+    with MockServer(DemoMock().app, max_connections=20, header_timeout=60, body_timeout=60) as server:
+        sockets = _half_sent(server.port, 60)
+        time.sleep(0.3)
+        for _ in range(3):
+            assert httpx.get(f"{server.url}/_mock/clock", timeout=5).status_code == 200
+        closed = [False] * len(sockets)
+        deadline = time.monotonic() + 10  # only a wrong server waits this long
+        while sum(closed) < 40 and time.monotonic() < deadline:
+            closed = [done or _gone(sock) for done, sock in zip(closed, sockets, strict=True)]
+        assert sum(closed) >= 40 and closed[0] and not any(closed[-3:])
+        for sock in sockets:
+            sock.close()

@@ -7,58 +7,16 @@ from a list kept here.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
-from typing import Any
-
 import httpx
-from starlette.applications import Starlette
-from starlette.routing import BaseRoute, Mount, Route
 
-from mockserver.asgi.routing import OnFirstCall
 from mockserver.opensandbox import OpenSandboxMock
-from mockserver.opensandbox.routes.ports import PortDispatcher
 from mockserver.tensorlake import TensorLakeMock
 
+from .route_tables import fill as _fill
+from .route_tables import leaves, starlettes
+
 DEEP = b"[" * 100_000 + b"]" * 100_000
-WITH_BODY = ("POST", "PUT", "PATCH", "DELETE")
-_PARAM = re.compile(r"\{(\w+)(?::[\w]+)?\}")
-
-
-def _starlettes(app: Any) -> Iterator[Starlette]:
-    """Yield every Starlette app reachable through the wrappers' ``app``/``fallback``/``context`` attributes."""
-    seen: set[int] = set()
-    todo = [app]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, Starlette):
-            yield current
-            continue
-        if isinstance(current, OnFirstCall):  # a part built on its first request: build it now
-            todo.append(current.get())
-            continue
-        for name in ("app", "fallback"):
-            todo.append(getattr(current, name, None))
-        context = getattr(current, "context", None)
-        todo.append(getattr(context, "management", None))
-
-
-def _leaves(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str]]:
-    for route in routes:
-        if isinstance(route, Mount) and isinstance(route.app, PortDispatcher):
-            for port, service in route.app.ctx.services.items():
-                router: Any = service.get() if isinstance(service, OnFirstCall) else service
-                yield from _leaves(router.routes, prefix + route.path.replace("{port:int}", str(port)))
-        elif isinstance(route, Route):
-            for method in sorted((route.methods or set()) & set(WITH_BODY)):
-                yield method, prefix + route.path
-
-
-def _fill(template: str, values: dict[str, str]) -> str:
-    return _PARAM.sub(lambda m: values.get(m.group(1), "x"), template)
+WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 def _assert_json_4xx(response: httpx.Response, what: str, *, text_errors: bool = False) -> bool:
@@ -80,7 +38,7 @@ def test_every_tensorlake_route_answers_deep_json_without_a_5xx() -> None:
     headers = {"authorization": "Bearer sandproof-key"}
     with mock.server() as server, httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
         sid = client.post("/sandboxes", json={"name": "deep"}).json()["sandbox_id"]
-        apps = list(_starlettes(mock.app))
+        apps = list(starlettes(mock.app))
         assert len(apps) == 2, "the lifecycle/admin app and the management app"
         lifecycle, management = apps if any(r.path == "/sandboxes" for r in apps[0].routes) else apps[::-1]
         values = {
@@ -93,11 +51,11 @@ def test_every_tensorlake_route_answers_deep_json_without_a_5xx() -> None:
             "rule_id": "1",
         }
         checked = 0
-        for method, template in _leaves(lifecycle.routes):
+        for method, template in leaves(lifecycle.routes, WITH_BODY):
             checked += _assert_json_4xx(
                 client.request(method, _fill(template, values), content=DEEP), f"{method} {template}"
             )
-        for method, template in _leaves(management.routes):
+        for method, template in leaves(management.routes, WITH_BODY):
             response = client.request(
                 method, _fill(template, values), content=DEEP, headers={"host": f"{sid}.sandbox.localhost"}
             )
@@ -111,8 +69,8 @@ def test_every_opensandbox_route_answers_deep_json_without_a_5xx() -> None:
         body = {"image": {"uri": "python:3.11"}, "entrypoint": ["sleep", "infinity"], "resourceLimits": {}}
         body["networkPolicy"] = {"defaultAction": "deny", "egress": []}
         checked = 0
-        for app in _starlettes(mock.app):
-            for method, template in _leaves(app.routes):
+        for app in starlettes(mock.app):
+            for method, template in leaves(app.routes, WITH_BODY):
                 created = client.post("/v1/sandboxes", json=body)  # a fresh one: a pause or delete ends the last
                 assert created.status_code == 202, created.text
                 values = {

@@ -140,6 +140,21 @@ def test_hostname_rules_follow_dns_changes(runtime: LinuxRuntime, sandbox: Linux
     }
 
 
+def test_a_blocked_name_is_not_reachable_through_an_allowed_names_address(
+    runtime: LinuxRuntime, sandbox: LinuxSandbox
+) -> None:
+    # Both names once hashed to one synthetic address: learning the allowed one let the blocked one through.
+    tensorlake_apply(sandbox.firewall, tl.NetworkConfig(True, ("*.wild.example",), ()), runtime.dns)
+    outcome = measure(sandbox, ["c40423.wild.example", "blocked.example"], [])
+    assert outcome == {
+        "dns c40423.wild.example": True,
+        "http c40423.wild.example": True,
+        "dns blocked.example": True,  # TensorLake answers every name; the connection is what is refused
+        "http blocked.example": False,
+    }
+    assert runtime.dns.resolve("c40423.wild.example") != runtime.dns.resolve("blocked.example")
+
+
 def test_an_unresolvable_host_is_rejected_before_anything_changes(runtime: LinuxRuntime, sandbox: LinuxSandbox) -> None:
     current = tl.NetworkConfig(True, (), ("192.0.2.66",))
     tensorlake_apply(sandbox.firewall, current, runtime.dns)

@@ -24,6 +24,8 @@ class Mutant:
     defect: ClassVar[str] = ""
     caught_by: ClassVar[str] = ""
     choice: ClassVar[str] = ""
+    #: The boundary neighbour (of :mod:`harness.policy.boundaries`) the mutant gets wrong, if it is one.
+    neighbour: ClassVar[str] = ""
 
     def __call__(
         self,
@@ -188,6 +190,64 @@ class UnknownModeInherits(Mutant):
         return super().__call__(spec, network_access, provider, model_base_url, tool_urls, required_tool_urls)
 
 
+def _granted(network_access: str, model_base_url: str, tool_urls: Sequence[str]) -> list[str]:
+    hosts = [urlsplit(model_base_url).hostname or ""]
+    if network_access == "model_and_tools":
+        hosts += [urlsplit(url).hostname or "" for url in tool_urls]
+    return hosts
+
+
+class _Widened(Mutant):
+    """Restrict like the reference, then build the provider's policy for the granted hosts plus ``extra``."""
+
+    def extra(self, host: str) -> list[str]:
+        """Return the entries granted beside ``host``."""
+        return []
+
+    def __call__(self, spec, network_access, provider, model_base_url, tool_urls=(), required_tool_urls=()):  # type: ignore[no-untyped-def]
+        """Grant the hosts and what :meth:`extra` adds for each name."""
+        out = super().__call__(spec, network_access, provider, model_base_url, tool_urls, required_tool_urls)
+        option = getattr(provider, "network_policy_option", None)
+        if out is spec or option is None:
+            return out
+        hosts = _granted(network_access, model_base_url, tool_urls)
+        names = [h.rstrip(".") for h in hosts if not _is_address(h)]
+        widened = provider.network_policy([*hosts, *(e for n in names for e in self.extra(n))])  # type: ignore[attr-defined]
+        return dataclasses.replace(out, provider_options={**out.provider_options, option: widened})
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+class GrantsSubdomains(_Widened):
+    """Each granted name is opened with every name below it (``*.model.example.com`` too)."""
+
+    defect = "a granted host opens its subdomains"
+    caught_by = "boundary_hosts"
+    neighbour = "one label deeper"
+
+    def extra(self, host: str) -> list[str]:
+        """Add the wildcard below the host."""
+        return ["*." + host]
+
+
+class GrantsParentDomain(_Widened):
+    """Each granted name opens its parent domain too (``example.com`` beside ``model.example.com``)."""
+
+    defect = "a granted host opens its parent domain"
+    caught_by = "boundary_hosts"
+    neighbour = "parent domain"
+
+    def extra(self, host: str) -> list[str]:
+        """Add the parent domain."""
+        return [host.split(".", 1)[1]] if host.count(".") > 1 else []
+
+
 MUTANTS: tuple[Mutant, ...] = (
     InheritRestricts(),
     ModelOnlyGrantsTools(),
@@ -199,4 +259,6 @@ MUTANTS: tuple[Mutant, ...] = (
     UnreachableFailsOpen(),
     PrivateAddressRejected(),
     UnknownModeInherits(),
+    GrantsSubdomains(),
+    GrantsParentDomain(),
 )

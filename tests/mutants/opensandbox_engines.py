@@ -6,7 +6,10 @@ OpenSandbox documents are silent and is caught by a ``choice`` check, which fail
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
+
+import idna
 
 from contracts.opensandbox import NetworkPolicy, NetworkRule, canonical_host, parse_rules
 from contracts.opensandbox_adapter import OpenSandboxReferenceEngine
@@ -19,6 +22,162 @@ class Mutant(OpenSandboxReferenceEngine):
 
     caught_by = ""
     choice = ""
+    #: The boundary neighbour (of :mod:`harness.policy.boundaries`) the mutant gets wrong, if it is one.
+    neighbour = ""
+
+
+class _ScanEngine(Mutant):
+    """Scan the rules in order with switchable matching mistakes; validation stays the reference's."""
+
+    suffix_without_dot = False
+    exact_matches_below = False
+    exact_matches_prefix = False
+    wildcard_one_label = False
+    keeps_trailing_dot = False
+
+    def _matches(self, rule: NetworkRule, name: str) -> bool:
+        if not rule.is_wildcard:
+            below = self.exact_matches_below and name.endswith("." + rule.target)
+            return name == rule.target or below or (self.exact_matches_prefix and name.startswith(rule.target))
+        if self.suffix_without_dot:
+            return name.endswith(rule.suffix) and name != rule.suffix
+        if self.wildcard_one_label:
+            return name.endswith("." + rule.suffix) and "." not in name[: -len(rule.suffix) - 1]
+        return rule.matches(name)
+
+    def allows_egress(self, policy: Json | None, host: str) -> bool:
+        """Scan the parsed rules; the first matching one decides."""
+        parsed = NetworkPolicy.from_json(policy)
+        name = canonical_host(host)
+        if self.keeps_trailing_dot and host.endswith("."):
+            name += "."
+        for rule in parsed.egress:
+            if self._matches(rule, name):
+                return rule.action == "allow"
+        return parsed.effective_default == "allow"
+
+
+class SuffixWithoutDot(_ScanEngine):
+    """``*.example.com`` matches any name ending in ``example.com``: ``badexample.com`` too."""
+
+    caught_by = "boundary_names"
+    neighbour = "same suffix without the dot"
+    suffix_without_dot = True
+
+
+class ExactMatchesSubdomains(_ScanEngine):
+    """An FQDN target ``example.com`` also matches the names below it."""
+
+    caught_by = "boundary_names"
+    neighbour = "one label deeper"
+    exact_matches_below = True
+
+
+class ExactMatchesPrefix(_ScanEngine):
+    """An FQDN target matches any name starting with it (``example.com.evil.org``)."""
+
+    caught_by = "boundary_names"
+    neighbour = "the name followed by more labels"
+    exact_matches_prefix = True
+
+
+class WildcardOneLabel(_ScanEngine):
+    """``*.example.com`` matches ``api.example.com`` but not ``v1.eu.api.example.com``."""
+
+    caught_by = "boundary_wildcard_depth"
+    choice = "the egress documents never say how many labels below its domain a wildcard matches"
+    neighbour = "many labels deeper"
+    wildcard_one_label = True
+
+
+class TrailingDotKept(_ScanEngine):
+    """A host's trailing dot is kept, so ``example.com.`` is not ``example.com``."""
+
+    caught_by = "boundary_spelling"
+    choice = "the egress documents do not say whether a trailing dot changes a host"
+    neighbour = "trailing dot"
+    keeps_trailing_dot = True
+
+
+class UnicodeNamesAccepted(Mutant):
+    """Targets and hosts in Unicode are accepted and converted to punycode instead of refused."""
+
+    caught_by = "boundary_spelling"
+    choice = "the egress documents do not say whether a Unicode target or host is refused or converted"
+    neighbour = "Unicode spelling"
+
+    @staticmethod
+    def _puny(text: object) -> object:
+        if isinstance(text, str) and not text.isascii():
+            return idna.encode(text.lower(), uts46=True).decode("ascii")
+        return text
+
+    def _policy(self, policy: Json | None) -> Json | None:
+        if not isinstance(policy, dict) or not isinstance(policy.get("egress"), list):
+            return policy
+        rules = [{**r, "target": self._puny(r.get("target"))} if isinstance(r, dict) else r for r in policy["egress"]]
+        return {**policy, "egress": rules}
+
+    def validate(self, policy: Json) -> None:
+        """Validate the policy with its Unicode targets converted."""
+        super().validate(self._policy(policy))  # type: ignore[arg-type]
+
+    def allows_egress(self, policy: Json | None, host: str) -> bool:
+        """Decide with Unicode targets and hosts converted."""
+        return super().allows_egress(self._policy(policy), str(self._puny(host)))
+
+
+class AddressTargetCoversItsSubnet(Mutant):
+    """An IP target also matches every address of its /24."""
+
+    caught_by = "boundary_addresses"
+    choice = "IP targets are sandproof's choice; the egress documents support neither IP nor CIDR targets"
+    neighbour = "one below the first address"
+
+    def allows_egress(self, policy: Json | None, host: str) -> bool:
+        """Let an IP target match any host address in the same /24."""
+        parsed = NetworkPolicy.from_json(policy)
+        name = canonical_host(host)
+        for rule in parsed.egress:
+            if rule.matches(name) or _same_slash24(rule.target, name):
+                return rule.action == "allow"
+        return parsed.effective_default == "allow"
+
+
+def _same_slash24(target: str, host: str) -> bool:
+    try:
+        a, b = ipaddress.IPv4Address(target), ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return int(a) >> 8 == int(b) >> 8
+
+
+class PortSuffixIgnored(Mutant):
+    """A ``:port`` suffix on a target or a host is dropped instead of refused."""
+
+    caught_by = "boundary_port"
+    choice = "the egress documents do not say whether a target or a host may carry a :port suffix"
+    neighbour = "port suffix"
+
+    @staticmethod
+    def _bare(text: object) -> object:
+        if isinstance(text, str) and text.count(":") == 1 and text.rsplit(":", 1)[1].isdigit():
+            return text.rsplit(":", 1)[0]
+        return text
+
+    def _policy(self, policy: Json | None) -> Json | None:
+        if not isinstance(policy, dict) or not isinstance(policy.get("egress"), list):
+            return policy
+        rules = [{**r, "target": self._bare(r.get("target"))} if isinstance(r, dict) else r for r in policy["egress"]]
+        return {**policy, "egress": rules}
+
+    def validate(self, policy: Json) -> None:
+        """Validate the policy with port suffixes dropped."""
+        super().validate(self._policy(policy))  # type: ignore[arg-type]
+
+    def allows_egress(self, policy: Json | None, host: str) -> bool:
+        """Decide with port suffixes dropped from targets and the host."""
+        return super().allows_egress(self._policy(policy), str(self._bare(host)))
 
 
 class WildcardMatchesApex(Mutant):
@@ -26,6 +185,7 @@ class WildcardMatchesApex(Mutant):
 
     caught_by = "wildcard_apex"
     choice = "the egress documents name *.example.com but never say whether it matches example.com"
+    neighbour = "apex"
 
     def allows_egress(self, policy: Json | None, host: str) -> bool:
         """Scan rules, letting a wildcard match its apex too."""
@@ -86,6 +246,7 @@ class CaseSensitive(Mutant):
 
     caught_by = "case_and_trailing_dot_ignored"
     choice = "the egress documents do not say whether targets and hosts compare without letter case"
+    neighbour = "letter case"
 
     def allows_egress(self, policy: Json | None, host: str) -> bool:
         """Scan the raw rules with case-sensitive string comparison."""
@@ -155,4 +316,12 @@ MUTANTS: tuple[Mutant, ...] = (
     DefaultDenyOnEmpty(),
     AcceptsAnyAction(),
     DeleteCaseSensitive(),
+    SuffixWithoutDot(),
+    ExactMatchesSubdomains(),
+    ExactMatchesPrefix(),
+    WildcardOneLabel(),
+    TrailingDotKept(),
+    UnicodeNamesAccepted(),
+    AddressTargetCoversItsSubnet(),
+    PortSuffixIgnored(),
 )

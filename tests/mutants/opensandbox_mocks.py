@@ -27,9 +27,11 @@ from harness.reporting.mutation import register_mutants
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.opensandbox.commands import Runner
 from mockserver.opensandbox.model.egress import PolicyGate, status_body
+from mockserver.opensandbox.model.forwarding import CONNECTION_HEADERS
 from mockserver.opensandbox.model.records import SandboxRecord, paginate
 from mockserver.opensandbox.model.state import OpenSandboxState
 from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
+from mockserver.opensandbox.routes.ports import PortDispatcher
 from mockserver.opensandbox.routes.render import sandbox_of
 from mockserver.sandbox.steps import Exit, Output, Step
 
@@ -277,8 +279,8 @@ class PatchReplaces(MutantMock):
 
     def egress_routes(self) -> list[BaseRoute]:
         """Serve PATCH as a replacement; everything else with the real sidecar routes."""
-        (real,) = egress_routes(EgressContext(self.config))
-        assert isinstance(real, Route)
+        real, *vault = egress_routes(EgressContext(self.config))
+        assert isinstance(real, Route) and real.path == "/policy"
         enforcement = self.config.enforcement
 
         async def policy(request: Request) -> Response:
@@ -295,7 +297,7 @@ class PatchReplaces(MutantMock):
             sb.policy = NetworkPolicy(current.effective_default, rules)
             return JSONResponse(status_body(sb, enforcement, with_policy=False))
 
-        return [Route("/policy", policy, methods=["GET", "PATCH", "DELETE", "PUT"])]
+        return [Route("/policy", policy, methods=["GET", "PATCH", "DELETE", "PUT"]), *vault]
 
 
 class CreatePolicyIgnored(MutantMock):
@@ -452,6 +454,22 @@ class LogsStdoutOnly(OpenSandboxMock):
 
 
 # --- the catalogue ------------------------------------------------------------------------------------
+
+
+class _LeakingProxy(PortDispatcher):
+    """A server proxy that drops only the hop-by-hop headers: the caller's credentials and its forwarding
+    headers reach the sandbox's app as sent (what sandproof's proxy did before it followed the real server)."""
+
+    def forwarded(self, scope: Scope) -> list[tuple[bytes, bytes]]:
+        return [(k, v) for k, v in scope.get("headers") or [] if k.lower().decode("latin-1") not in CONNECTION_HEADERS]
+
+
+class ProxyForwardsCredentials(OpenSandboxMock):
+    """The server proxy passes Authorization, Cookie, the API key and spoofed X-Forwarded-* to the sandbox."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.proxy_app = _LeakingProxy(self.proxy_app.ctx, via_proxy=True)
 
 
 @dataclass(frozen=True)
@@ -616,6 +634,14 @@ MOCK_MUTANTS: tuple[MockMutant, ...] = (
         frozenset({"pty_missing"}),
         PtyLookupWrongCode,
         contract="pty_missing_code",
+    ),
+    MockMutant(
+        "proxy-forwards-credentials",
+        "the server proxy passes the caller's credentials and spoofed forwarding headers to the sandbox's app",
+        "proxy-headers",
+        frozenset({"proxy_headers"}),
+        ProxyForwardsCredentials,
+        contract="proxy_headers",
     ),
     MockMutant(
         "logs-stdout-only",

@@ -25,6 +25,8 @@ class Mutant(TensorLakeReferenceEngine):
     defect: ClassVar[str] = ""
     caught_by: ClassVar[str] = ""
     choice: ClassVar[str] = ""
+    #: The boundary neighbour (of :mod:`harness.policy.boundaries`) the mutant gets wrong, if it is one.
+    neighbour: ClassVar[str] = ""
 
     def canonical(self, network: Network) -> Network:
         """Return the reference's normalised form of a valid ``network``."""
@@ -41,6 +43,13 @@ class _ScanEngine(Mutant):
     case_sensitive: ClassVar[bool] = False
     apply_idna: ClassVar[bool] = True
     cidr_excludes_last: ClassVar[bool] = False
+    cidr_excludes_first: ClassVar[bool] = False
+    cidr_slack_below: ClassVar[int] = 0
+    cidr_slack_above: ClassVar[int] = 0
+    suffix_without_dot: ClassVar[bool] = False
+    exact_matches_below: ClassVar[bool] = False
+    exact_matches_prefix: ClassVar[bool] = False
+    keeps_trailing_dot: ClassVar[bool] = False
 
     def _entries(self, entries: list[str]) -> list[str]:
         if self.apply_idna:
@@ -53,7 +62,7 @@ class _ScanEngine(Mutant):
 
     def _host(self, host: str) -> str:
         host = host if self.case_sensitive else host.lower()
-        host = host.removesuffix(".")
+        host = host if self.keeps_trailing_dot else host.removesuffix(".")
         if self.apply_idna and not host.isascii():
             host = idna.encode(host, uts46=True).decode("ascii")
         return host
@@ -65,15 +74,19 @@ class _ScanEngine(Mutant):
             network, address = ipaddress.IPv4Network(entry), ipaddress.IPv4Address(ip)
             if self.cidr_excludes_last and "/" in entry and address == network.broadcast_address:
                 return False
-            return address in network
+            if self.cidr_excludes_first and "/" in entry and address == network.network_address:
+                return False
+            low = int(network.network_address) - self.cidr_slack_below
+            return low <= int(address) <= int(network.broadcast_address) + self.cidr_slack_above
         if host is None:
             return False
         if not entry.startswith("*."):
-            return host == entry
+            below = self.exact_matches_below and host.endswith("." + entry)
+            return host == entry or below or (self.exact_matches_prefix and host.startswith(entry))
         base = entry[2:]
         if host == base:
             return self.wildcard_matches_apex
-        if not host.endswith("." + base):
+        if not host.endswith(("" if self.suffix_without_dot else ".") + base):
             return False
         return not self.wildcard_one_label or "." not in host[: -len(base) - 1]
 
@@ -96,6 +109,7 @@ class WildcardMatchesApex(_ScanEngine):
 
     defect = "wildcard matches the apex"
     caught_by = "wildcard_apex"
+    neighbour = "apex"
     wildcard_matches_apex = True
 
 
@@ -104,6 +118,7 @@ class WildcardOneLabel(_ScanEngine):
 
     defect = "wildcard matches one label only"
     caught_by = "wildcard_apex"
+    neighbour = "many labels deeper"
     wildcard_one_label = True
 
 
@@ -112,6 +127,7 @@ class CaseSensitive(_ScanEngine):
 
     defect = "case-sensitive host matching"
     caught_by = "case_insensitive"
+    neighbour = "letter case"
     choice = "the networking docs never say whether hosts and entries compare without letter case"
     case_sensitive = True
 
@@ -121,8 +137,100 @@ class NoIdna(_ScanEngine):
 
     defect = "IDNA not applied"
     caught_by = "idna"
+    neighbour = "punycode spelling"
     choice = "the networking docs say nothing of non-ASCII names or their punycode spelling"
     apply_idna = False
+
+
+class SuffixWithoutDot(_ScanEngine):
+    """``*.example.com`` matches any name ending in ``example.com``: ``badexample.com`` too."""
+
+    defect = "wildcard is a suffix match without the dot"
+    caught_by = "boundary_names"
+    neighbour = "same suffix without the dot"
+    suffix_without_dot = True
+
+
+class ExactMatchesSubdomains(_ScanEngine):
+    """An exact entry ``example.com`` also matches the names below it (``api.example.com``)."""
+
+    defect = "an exact entry covers its subdomains"
+    caught_by = "boundary_names"
+    neighbour = "one label deeper"
+    exact_matches_below = True
+
+
+class ExactMatchesPrefix(_ScanEngine):
+    """An exact entry matches any name starting with it (``example.com.evil.org``)."""
+
+    defect = "an exact entry is a prefix match"
+    caught_by = "boundary_names"
+    neighbour = "the name followed by more labels"
+    exact_matches_prefix = True
+
+
+class TrailingDotKept(_ScanEngine):
+    """A host's trailing dot is kept, so ``example.com.`` is not ``example.com``."""
+
+    defect = "a trailing dot makes a host another name"
+    caught_by = "boundary_spelling"
+    choice = "the networking docs never say whether a trailing dot changes a name"
+    neighbour = "trailing dot"
+    keeps_trailing_dot = True
+
+
+class CidrExcludesNetworkAddress(_ScanEngine):
+    """The first (network) address of a CIDR range is treated as outside it."""
+
+    defect = "CIDR range misses its first address"
+    caught_by = "boundary_addresses"
+    neighbour = "first address"
+    cidr_excludes_first = True
+
+
+class CidrIncludesOneBelow(_ScanEngine):
+    """A CIDR range also covers the address just below its first (``>`` written ``>=`` one too low)."""
+
+    defect = "CIDR range covers one address below it"
+    caught_by = "boundary_addresses"
+    neighbour = "one below the first address"
+    cidr_slack_below = 1
+
+
+class CidrIncludesOneAbove(_ScanEngine):
+    """A CIDR range also covers the address just above its last."""
+
+    defect = "CIDR range covers one address above it"
+    caught_by = "boundary_addresses"
+    neighbour = "one above the last address"
+    cidr_slack_above = 1
+
+
+class PortSuffixLiteral(Mutant):
+    """A hostname entry with a ``:port`` suffix is compared with the suffix, so it never matches a host."""
+
+    defect = "a :port suffix makes the entry match nothing"
+    caught_by = "boundary_port"
+    neighbour = "port suffix"
+
+    def allows_egress(self, network: Network | None, host: str | None, ip: str | None) -> bool:
+        """Decide with every port-suffixed name entry replaced by a name no host has."""
+        if network is not None:
+            network = {
+                **network,
+                **{
+                    key: [_unmatchable(e) for e in network[key]]
+                    for key in ("allow_out", "deny_out")
+                    if isinstance(network.get(key), list)
+                },
+            }
+        return super().allows_egress(network, host, ip)
+
+
+def _unmatchable(entry: object) -> object:
+    if isinstance(entry, str) and ":" in entry and not entry[:1].isdigit():
+        return entry.replace(":", "-port-")
+    return entry
 
 
 class DenyDoesNotWin(Mutant):
@@ -158,6 +266,7 @@ class CidrPrefixOffByOne(Mutant):
 
     defect = "CIDR prefix off by one"
     caught_by = "cidr_bounds"
+    neighbour = "one above the last address"
 
     def allows_egress(self, network: Network | None, host: str | None, ip: str | None) -> bool:
         """Decide on the widened policy."""
@@ -177,6 +286,7 @@ class CidrExcludesBroadcast(_ScanEngine):
 
     defect = "CIDR range misses its last address"
     caught_by = "cidr_bounds"
+    neighbour = "last address"
     cidr_excludes_last = True
 
 
@@ -338,6 +448,14 @@ MUTANTS: tuple[Mutant, ...] = (
     DenyDoesNotWin(),
     CidrPrefixOffByOne(),
     CidrExcludesBroadcast(),
+    SuffixWithoutDot(),
+    ExactMatchesSubdomains(),
+    ExactMatchesPrefix(),
+    TrailingDotKept(),
+    CidrExcludesNetworkAddress(),
+    CidrIncludesOneBelow(),
+    CidrIncludesOneAbove(),
+    PortSuffixLiteral(),
     DnsAllowedWithoutInternet(),
     DnsOpenWhenBlocked(),
     DnsBlockedDespiteInternet(),

@@ -314,6 +314,23 @@ class SessionCookieForwarded(MutantMock):
     ingress_class = _CookieLeakIngress
 
 
+class _UpgradeLeakIngress(IngressRules):
+    def forwarded(self, headers: Iterable[tuple[bytes, bytes]], admission: Admission) -> Headers:
+        kept = list(headers)
+        if any(k == b"sec-websocket-key" for k, _ in kept):
+            return kept  # the upgrade's handshake passes through untouched
+        return super().forwarded(kept, admission)
+
+
+class UpgradeForwardsCredentials(MutantMock):
+    """A WebSocket upgrade reaches the sandbox's app with its handshake untouched: the session cookie included."""
+
+    defect = "a WebSocket handshake reaches the sandbox with the platform session cookie"
+    caught_by = "ports-ingress"
+    contract = "cookie_stripped"
+    ingress_class = _UpgradeLeakIngress
+
+
 class _ForeignKeyInvalidIngress(IngressRules):
     def authorise(self, request: ProxyRequest, sandbox: Sandbox, keys: KeyRing) -> None:
         key = bearer_key(request.authorization)
@@ -543,6 +560,7 @@ MUTANTS: tuple[type[MutantMock], ...] = (
     NoWaitCreate200,
     ManagementPortPublic,
     SessionCookieForwarded,
+    UpgradeForwardsCredentials,
     ProjectKeyForwarded,
     ForeignKeyCalledInvalid,
     DenyDoesNotWin,
@@ -575,6 +593,7 @@ __all__ = [
     "SessionCookieForwarded",
     "SuspendEphemeral",
     "TimeoutKillsNamed",
+    "UpgradeForwardsCredentials",
     "WebSocketsRefused",
     "WildcardMatchesApex",
     "mutant_name",

@@ -1,7 +1,7 @@
 """The OpenSandbox SDKs on the linux runtime: what only real processes can show.
 
 A background server reached through the endpoints (direct and through the server proxy, HTTP and a
-WebSocket), a bash session keeping its directory and variables, a code context keeping a variable (the
+WebSocket), the headers a real app receives through the server proxy, a bash session keeping its directory and variables, a code context keeping a variable (the
 code-interpreter SDK), the sidecar's two enforcement modes and a policy PATCH during a loop of connections,
 a real OOM kill and what NeMo Gym makes of it, metrics of the real processes, pause freezing, PTY
 refusals, and escapes tried through the APIs.
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import shutil
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -137,6 +139,37 @@ def test_a_code_context_keeps_a_variable(config: ConnectionConfig) -> None:
         await sb.close()
 
     run(flow())
+
+
+def test_the_strict_health_check_passes_and_each_language_runs(mock: OpenSandboxMock, srv: MockServer) -> None:
+    """The SDK's own health check finds Jupyter's port; python, bash and (where ``node`` is) javascript run."""
+    has_node = shutil.which("node") is not None  # the sandbox sees the host's system folders
+
+    async def flow() -> None:
+        sb = await Sandbox.create(
+            "opensandbox/code-interpreter:v1.1.0", connection_config=mock.connection_config(srv.url)
+        )
+        interpreter = await CodeInterpreter.create(sb, ready_timeout=timedelta(seconds=20))
+        assert await interpreter.is_healthy()
+        python = await interpreter.codes.run("import sys; sys.version_info[0]", language=SupportedLanguage.PYTHON)
+        assert [r.text for r in python.result] == ["3"]
+        bash = await interpreter.codes.run("echo $((6 * 7))", language=SupportedLanguage.BASH)
+        assert text(bash) == "42\n"
+        if has_node:
+            js = await interpreter.codes.create_context(SupportedLanguage.JAVASCRIPT)
+            first = await interpreter.codes.run("let n = 6 * 7; console.log('set')", context=js)
+            assert text(first) == "set\n" and first.error is None
+            second = await interpreter.codes.run("n + 1", context=js)
+            assert [r.text for r in second.result] == ["43"]
+            failed = await interpreter.codes.run("null.x", context=js)
+            assert failed.error is not None and failed.error.name == "TypeError"
+            assert all("node:" not in line for line in failed.error.traceback)  # the kernel's own frames are cut
+        await sb.kill()
+        await sb.close()
+
+    run(flow())
+    if not has_node:
+        pytest.skip("no node on this host: javascript contexts were not tried")
 
 
 @pytest.mark.parametrize("mode", ["dns", "dns+nft"])
@@ -265,6 +298,49 @@ def test_escapes_through_the_apis_are_refused(config: ConnectionConfig, srv: Moc
         assert reach.exit_code != 0  # the host's loopback is not the sandbox's
         processes = text(await sb.commands.run("ps -e -o comm=")).split()
         assert set(processes) <= {"python3", "bash", "sh", "ps"} and len(processes) <= 4, processes
+        await sb.kill()
+        await sb.close()
+
+    run(flow())
+
+
+HEADER_ECHO = (
+    "import http.server, json, sys\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        body = json.dumps({k.lower(): v for k, v in self.headers.items()}).encode()\n"
+    "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers()\n"
+    "        self.wfile.write(body)\n"
+    "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n"
+)
+
+
+def test_a_real_app_behind_the_server_proxy_gets_no_credentials(mock: OpenSandboxMock, srv: MockServer) -> None:
+    """The linux runtime's relay gets the headers the proxy rule leaves: a real process in the sandbox sees no
+    credentials and X-Forwarded-* rebuilt, through the proxy; directly, the request as sent."""
+    config = mock.connection_config(srv.url, use_server_proxy=True)
+
+    async def flow() -> None:
+        sb = await Sandbox.create("python:3.11", connection_config=config)
+        await sb.files.write_file("/workspace/echo.py", HEADER_ECHO)
+        await sb.commands.run("exec python3 /workspace/echo.py 8002", opts=RunCommandOpts(background=True))
+        probe = "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 8002), 1)\""
+
+        async def up() -> bool:
+            return bool((await sb.commands.run(probe)).exit_code == 0)
+
+        await wait_for(up)
+        sent = {"OPEN-SANDBOX-API-KEY": API_KEY, "Authorization": "Bearer t", "Cookie": "a=1", "X-App": "kept",
+                "X-Forwarded-Host": "spoofed.example", "X-Real-IP": "198.51.100.7"}  # fmt: skip
+        seen = httpx.get(f"{srv.url}/v1/sandboxes/{sb.id}/proxy/8002/", headers=sent).json()
+        assert not {"open-sandbox-api-key", "authorization", "cookie", "x-real-ip"} & set(seen), seen
+        assert (seen["x-app"], seen["x-forwarded-host"], seen["x-forwarded-proto"]) == (
+            "kept",
+            httpx.URL(srv.url).netloc.decode(),
+            "http",
+        )
+        direct = httpx.get(f"{srv.url}/direct/{sb.id}/8002/", headers=sent).json()
+        assert (direct["authorization"], direct["x-real-ip"]) == ("Bearer t", "198.51.100.7")
         await sb.kill()
         await sb.close()
 

@@ -7,6 +7,7 @@ through the lifecycle API and execd, the test through ``/_mock/faults/catalogue`
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 from collections.abc import Iterator
@@ -134,6 +135,87 @@ def test_a_pause_that_ends_in_failed(gym: ModuleType, served: str, admin: httpx.
         assert await p.status(handle) == SandboxStatus.ERROR
         arm(admin, "recover", sandbox_id=handle.sandbox_id)
         assert await p.status(handle) == SandboxStatus.RUNNING
+        await p.close(handle)
+        await p.aclose()
+
+    run(scenario())
+
+
+def test_inspect_shows_the_limits_the_provider_asked_for_and_the_oom_kill(
+    gym: ModuleType, served: str, admin: httpx.Client
+) -> None:
+    """The diagnostics a later provider reads (``resource_allocation``, the opt-in inspect OOM evidence; neither
+    is in 0.7.0): the limits 0.7.0 sends, and ``OOMKilled: True`` where the status words only "exit code 137"."""
+    from nemo_gym.sandbox.providers.base import SandboxResources, SandboxSpec
+
+    async def scenario() -> str:
+        p = provider(gym, served)
+        handle = await p.create(SandboxSpec(image="python:3.11", resources=SandboxResources(cpu=2, memory_mib=768)))
+        arm(admin, "oom_on_next_exec", sandbox_id=handle.sandbox_id, wording="docker-1.1.1")
+        with pytest.raises(gym.provider.SandboxBackendUnreachableError, match="unreachable through"):
+            await p.exec(handle, "echo x")
+        await p.aclose()
+        return str(handle.sandbox_id)
+
+    sandbox_id = run(scenario())
+    with httpx.Client(base_url=served, headers={"OPEN-SANDBOX-API-KEY": KEY}, timeout=10) as api:
+        inspect = api.get(f"/v1/sandboxes/{sandbox_id}/diagnostics/inspect").text.split("\n")
+    assert "  CPU:          2.00 cores" in inspect and "  Memory:       768 MiB" in inspect
+    assert "OOMKilled:      True" in inspect and "Exit Code:      137" in inspect
+
+
+def test_a_pause_that_never_ends_times_out(gym: ModuleType, served: str, admin: httpx.Client) -> None:
+    """NG-F11: a sandbox that stays Pausing makes the provider's pause raise its TimeoutError."""
+    from nemo_gym.sandbox.providers.base import SandboxStatus
+
+    async def scenario() -> None:
+        p = provider(gym, served, operations={"pause_resume_timeout_s": 1})
+        handle = await p.create(spec())
+        arm(admin, "stall_next_transition", sandbox_id=handle.sandbox_id, operation="pause")
+        with pytest.raises(TimeoutError, match=r"Timed out waiting for OpenSandbox sandbox .* to pause after 1s"):
+            await p.pause(handle)
+        assert await p.status(handle) not in (SandboxStatus.PAUSED, SandboxStatus.ERROR)
+        await p.close(handle)
+        await p.aclose()
+
+    run(scenario())
+    polls = journal(admin, method="GET", path="/v1/sandboxes/*")
+    assert len(polls) >= 2  # it kept polling the Pausing sandbox
+
+
+def test_renewals_that_keep_failing_fail_the_next_operation(gym: ModuleType, served: str, admin: httpx.Client) -> None:
+    """NG-F12: the renewal task gives up; the next exec raises without sending anything."""
+    from nemo_gym.sandbox.providers.base import SandboxSpec
+
+    async def scenario() -> None:
+        p = provider(gym, served, create={"renew_interval_s": 0.05})
+        arm(admin, "renew_fails")
+        handle = await p.create(SandboxSpec(image="python:3.11", ttl_s=600))
+        for _ in range(200):  # the task gives up after operations.retries + 1 failed renewals
+            if len(journal(admin, method="POST", path="/v1/sandboxes/*/renew-expiration")) >= 2:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)
+        sent = len(journal(admin, path="/direct/*"))
+        with pytest.raises(RuntimeError, match="OpenSandbox lifetime renewal failed"):
+            await p.exec(handle, "echo never")
+        assert len(journal(admin, path="/direct/*")) == sent  # refused before sending
+        with pytest.raises(RuntimeError, match="OpenSandbox lifetime renewal failed"):
+            await p.close(handle)
+        await p.aclose()
+
+    run(scenario())
+    assert {e["status"] for e in journal(admin, method="POST", path="/v1/sandboxes/*/renew-expiration")} == {500}
+    assert journal(admin, method="DELETE", status=204)  # close still deleted it
+
+
+def test_an_empty_endpoint(gym: ModuleType, served: str, admin: httpx.Client) -> None:
+    async def scenario() -> None:
+        p = provider(gym, served)
+        handle = await p.create(spec())
+        arm(admin, "empty_endpoint", sandbox_id=handle.sandbox_id, port="8080")
+        with pytest.raises(RuntimeError, match=r"returned an empty endpoint for sandbox .* port 8080"):
+            await p.endpoint(handle, 8080)
         await p.close(handle)
         await p.aclose()
 

@@ -59,7 +59,8 @@ def test_the_operations_the_mock_answers_differently_are_marked(client: httpx.Cl
     execd = client.get("/openapi/execd.json").json()
     assert EXT in execd["paths"]["/code"]["post"] and EXT not in execd["paths"]["/ping"]["get"]
     egress = client.get("/openapi/egress.json").json()
-    assert EXT in egress["paths"]["/credential-vault"]["get"] and EXT not in egress["paths"]["/policy"]["get"]
+    assert EXT in egress["paths"]["/credential-vault"]["post"] and EXT not in egress["paths"]["/policy"]["get"]
+    assert EXT not in egress["paths"]["/credential-vault"]["get"]  # the vault's reads answer as the sidecar does
 
 
 def test_the_marks_are_the_deviations_table_text() -> None:

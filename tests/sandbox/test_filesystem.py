@@ -75,6 +75,34 @@ def test_normpath_rejects_invalid(bad: str) -> None:
     assert code_of(excinfo) == "invalid_path"
 
 
+@pytest.mark.parametrize(
+    "bad",
+    ["/tmp/" + "a/" * 2046 + "b", "/tmp/" + "a" * 256, "/tmp/" + "\u00e9" * 128, "/" + "a" * 4095],
+    ids=["4096 bytes", "a 256-byte name", "a 256-byte name of 128 letters", "4096 bytes, one name"],
+)
+def test_normpath_refuses_what_the_kernel_calls_too_long(bad: str) -> None:
+    with pytest.raises(FsError) as excinfo:
+        normpath(bad)
+    assert code_of(excinfo) == "name_too_long"
+
+
+def test_normpath_keeps_the_longest_path_the_kernel_takes() -> None:
+    longest = "/tmp/" + "a/" * 2044 + "bc"  # 4095 bytes: PATH_MAX counts the final NUL
+    assert len(longest) == 4095 and normpath(longest) == longest
+    assert normpath("/tmp/" + "a" * 255) == "/tmp/" + "a" * 255
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_made_walked_dumped_and_loaded(fs: FileSystem) -> None:
+    deep = "/tmp/" + "d/" * 2040 + "f.txt"
+    fs.write(deep, b"x", parents=True)
+    fs.move("/tmp/d", "/home/user/d")  # moved under a longer prefix: paths past PATH_MAX exist, as on Linux
+    assert len(fs.walk("/home/user/d")) == 2041
+    copy = FileSystem.load(fs.dump())
+    assert copy.walk("/") == fs.walk("/")
+    copy.remove("/home/user/d", recursive=True)
+    assert copy.used == fs.used - 1
+
+
 _segment = st.sampled_from(["", ".", "..", "a", "b", "c.txt", "..."])
 _paths = st.lists(_segment, max_size=8).map(lambda segs: "/" + "/".join(segs))
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
+import httpx
 import pytest
 
 from tests.serving import ROOT, served_opensandbox
@@ -18,8 +20,9 @@ from tests.serving import ROOT, served_opensandbox
 @pytest.mark.parametrize(
     ("serve_args", "key", "only"),
     [
-        ((), "a-key-of-my-own-ci", ()),  # the default: any key, each its own tenant; every contract
-        (("--api-key", "sandproof-key"), "sandproof-key", ("-k", "opensandbox_api")),  # one pinned key
+        ((), "a-key-of-my-own-ci", ()),  # the default: any key, each its own tenant; every contract, nothing reset
+        # one pinned key; the run may reset the server it started: the admin contracts run, comparisons are exact
+        (("--api-key", "sandproof-key"), "sandproof-key", ("-k", "opensandbox_api", "--allow-reset")),
     ],
     ids=["any-key", "pinned-key"],
 )
@@ -30,6 +33,8 @@ def test_check_passes_against_the_served_opensandbox_mock(
         env = {**os.environ, "OPEN_SANDBOX_API_KEY": key}
         command = [sys.executable, "-m", "sandproof.cli", "check", "--target", f"opensandbox:{url}", "--profile", "dev"]
         done = subprocess.run([*command, *only, "-q"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+        clock = httpx.get(f"{url}/_mock/clock").json()
+    assert clock["mode"] == "wall" and abs(clock["now"] - time.time()) < 1.0, clock  # where it was, also after a reset
     lines = done.stdout.splitlines()
     verdict = next((line for line in lines if line.startswith("sandproof check ")), done.stdout[-2000:])
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

@@ -153,11 +153,11 @@ def test_a_failed_write_answers_503_and_is_retried(tmp_path: Path) -> None:
         real = store._write
         calls = {"n": 0}
 
-        def failing(writes: Any) -> int:
+        def failing(writes: Any, unsaved: Any) -> int:
             calls["n"] += 1
             if calls["n"] == 1:
                 raise OSError("disk full")
-            return real(writes)
+            return real(writes, unsaved)
 
         store._write = failing  # type: ignore[method-assign]
         refused = c["opensandbox"].post("/v1/sandboxes", json=BODY)
@@ -166,3 +166,65 @@ def test_a_failed_write_answers_503_and_is_retried(tmp_path: Path) -> None:
     again = _mocks()
     with _served(tmp_path / "state.db", again):
         assert len(again["opensandbox"].snapshot()["state"]["sandboxes"]) == 1
+
+
+def _all_answer(c: dict[str, httpx.Client]) -> None:
+    """Every request on both mocks is served and saved: a read and a write on each."""
+    assert c["tensorlake"].get("/sandboxes").status_code == 200
+    assert c["tensorlake"].post("/sandboxes", json={}).status_code == 200
+    assert c["opensandbox"].get("/v1/sandboxes").status_code == 200
+    assert c["opensandbox"].post("/v1/sandboxes", json=BODY).status_code == 202
+
+
+def test_a_lone_surrogate_is_refused_and_the_store_keeps_serving(tmp_path: Path) -> None:
+    """The reported case: ``{"image": "\\ud800"}`` once stopped both mocks with 503 until a restart."""
+    mocks = _mocks()
+    with _served(tmp_path / "state.db", mocks) as (store, c):
+        refused = c["tensorlake"].post("/sandboxes", content=b'{"image": "\\ud800"}')
+        assert refused.status_code == 400 and refused.json()["code"] == "invalid_json"
+        _all_answer(c)
+        assert not store.pending()
+
+
+def test_a_record_holding_a_lone_surrogate_is_written_and_loads_back(tmp_path: Path) -> None:
+    """Past the door's check (here: set on the model), a surrogate is written with ASCII escapes, not a failure."""
+    path = tmp_path / "state.db"
+    mocks = _mocks(seed=3)
+    with _served(path, mocks) as (_store, c):
+        sid = c["tensorlake"].post("/sandboxes", json={"name": "odd"}).json()["sandbox_id"]
+        model: Any = mocks["tensorlake"].persistent()
+        sandbox = model.sandboxes[sid]
+        sandbox.image = "\ud800"
+        model.changed(sandbox)
+        assert c["tensorlake"].post("/_mock/clock/advance", json={"seconds": 1}).status_code == 200
+        _all_answer(c)
+    again = _mocks(seed=3)
+    with _served(path, again):
+        loaded: Any = again["tensorlake"].persistent()
+        assert loaded.sandboxes[sid].image == "\ud800"
+
+
+def test_a_record_that_is_not_json_fails_its_own_request_only(tmp_path: Path) -> None:
+    """A row the encoder rejects is left out (the database keeps its last version) and is not retried."""
+    path = tmp_path / "state.db"
+    mocks = _mocks(seed=4)
+    with _served(path, mocks) as (store, c):
+        osb = c["opensandbox"].post("/v1/sandboxes", json=BODY).json()["id"]
+        model: Any = mocks["opensandbox"].persistent()
+        real_rows = model.rows
+
+        def poisoned(keys: Any) -> Any:
+            for row in real_rows(keys):
+                yield type(row)(row.kind, row.key, {"bad": object()}) if row.key == osb else row
+
+        model.rows = poisoned
+        refused = c["opensandbox"].patch(f"/v1/sandboxes/{osb}/metadata", json={"team": "z"})
+        assert refused.status_code == 503 and refused.json()["code"] == "state_not_saved"
+        _all_answer(c)  # every other request is served and saved; the bad row is not retried
+        assert not store.pending()
+        saved = len(mocks["opensandbox"].snapshot()["state"]["sandboxes"])
+    again = _mocks(seed=4)
+    with _served(path, again):
+        sandboxes = {s["id"]: s for s in again["opensandbox"].snapshot()["state"]["sandboxes"]}
+        assert len(sandboxes) == saved
+        assert sandboxes[osb]["spec"]["metadata"] == {"team": "a"}  # its last saved version

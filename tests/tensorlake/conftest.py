@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import socket
-import socketserver
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from harness.plugin.guard import Tripwire
 from mockserver.asgi.server import MockServer
 from mockserver.core.journal import JournalEntry
 from mockserver.tensorlake import TensorLakeMock, sdk_env
@@ -33,26 +32,6 @@ from mockserver.tensorlake import TensorLakeMock, sdk_env
 API_KEY = "tl_apiKey_tests"
 OTHER_KEY = "tl_apiKey_someone_else"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-class _Tripwire(socketserver.ThreadingTCPServer):
-    """Record the first line of every request a proxied client sends, and refuse it."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _TripwireHandler)
-        self.hits: list[str] = []
-
-
-class _TripwireHandler(socketserver.StreamRequestHandler):
-    def handle(self) -> None:
-        line = self.rfile.readline(4096).decode("latin-1").strip()
-        server = self.server
-        assert isinstance(server, _Tripwire)
-        server.hits.append(line)
-        self.wfile.write(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
 
 
 _MOCK = TensorLakeMock(seed=7)
@@ -72,9 +51,8 @@ def _served(runtime: str) -> tuple[TensorLakeMock, MockServer]:
     return _LINUX["linux"]
 
 
-_TRIPWIRE = _Tripwire()
-threading.Thread(target=_TRIPWIRE.serve_forever, name="tensorlake-tripwire", daemon=True).start()
-TRIPWIRE_URL = f"http://127.0.0.1:{_TRIPWIRE.server_address[1]}"
+_TRIPWIRE = Tripwire()
+TRIPWIRE_URL = _TRIPWIRE.url
 SDK_ENV = sdk_env(_SERVER.url, API_KEY)
 _SAVED_ENV = {key: os.environ.get(key) for key in SDK_ENV}
 os.environ.update(SDK_ENV)
@@ -101,8 +79,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for linux, server in _LINUX.values():
         server.stop()
         linux.close()
-    _TRIPWIRE.shutdown()
-    _TRIPWIRE.server_close()
+    _TRIPWIRE.close()
 
 
 @pytest.fixture(autouse=True)
@@ -114,9 +91,9 @@ def _never_the_cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.setenv(key, value)
     for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.setenv(key, TRIPWIRE_URL)
-    before = len(_TRIPWIRE.hits)
+    before = len(_TRIPWIRE.hits())
     yield
-    escaped = _TRIPWIRE.hits[before:]
+    escaped = _TRIPWIRE.hits()[before:]
     if escaped:
         pytest.fail(f"the SDK tried to reach a non-loopback host (trapped by the tripwire): {escaped}")
 
@@ -208,7 +185,7 @@ def free_socket(url: str) -> socket.socket:
 
 
 @pytest.fixture
-def tripwire() -> _Tripwire:
+def tripwire() -> Tripwire:
     """Return the tripwire (a test that trips it on purpose must remove its own hits)."""
     return _TRIPWIRE
 

@@ -12,11 +12,10 @@ from mockserver.tensorlake import sdk_env
 
 def test_cloud_bound_sdk_traffic_lands_on_the_tripwire(tripwire: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TENSORLAKE_SANDBOX_API_URL")
-    before = len(tripwire.hits)
+    before = len(tripwire.hits())
     with pytest.raises(SandboxError):
         Sandbox.list(api_url="http://mock.test:9", api_key="k", request_timeout=5)
-    caught = tripwire.hits[before:]
-    del tripwire.hits[before:]
+    caught = tripwire.drain(before)
     assert caught and all("sandbox.tensorlake.ai" in line for line in caught), caught
 
 

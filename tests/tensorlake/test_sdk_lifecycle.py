@@ -322,3 +322,19 @@ def test_get_or_create_creates_attaches_and_resumes(tl: dict[str, Any], http: ht
     again.suspend()
     woken = Sandbox.get_or_create("shared-env", **tl)
     assert woken.bind_outcome == "resumed" and get(http, "shared-env")["status"] == "running"
+
+
+def test_a_create_past_the_sandbox_cap_raises_the_failure_with_no_capacity(
+    mock: TensorLakeMock, tl: dict[str, Any], http: httpx.Client, runtime: str
+) -> None:
+    if runtime != "emulator":
+        pytest.skip("the cap is the model's rule, the same on both runtimes (tests/sandproof/test_serve_capacity.py)")
+    mock.capacity.limit = 1
+    try:
+        Sandbox.create(**tl)
+        with pytest.raises(SandboxError) as refused:
+            Sandbox.create(**tl)
+    finally:
+        mock.capacity.limit = None
+    assert getattr(refused.value, "reason", None) == "no_capacity"
+    assert len(http.get("/sandboxes").json()["sandboxes"]) == 1

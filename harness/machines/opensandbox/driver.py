@@ -76,6 +76,7 @@ OPERATIONS: dict[str, frozenset[str]] = {
     ),
     "faults": frozenset({"create", "get", "inject_fault", "delete"}),
     "expiry": frozenset({"create", "get", "renew", "advance_clock", "list_sandboxes", "delete"}),
+    "proxy-headers": frozenset({"create", "proxy_headers", "pause", "resume", "delete"}),
 }
 ALL_RULES = frozenset().union(*OPERATIONS.values())
 OPERATIONS["state-machine"] = ALL_RULES

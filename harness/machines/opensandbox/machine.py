@@ -30,7 +30,8 @@ Layout: :mod:`harness.machines.opensandbox.oracle` (the oracle), :mod:`harness.m
 commands and request strategies), :mod:`harness.machines.opensandbox.compare` (predictions, normalisation, diffs),
 :mod:`harness.machines.opensandbox.driver` (rule groups, config, HTTP plumbing, :func:`run_machine`),
 :mod:`harness.machines.opensandbox.lifecycle_rules` (the lifecycle rules), :mod:`harness.machines.opensandbox.execd_rules`
-(endpoints, execd, background logs, PTY, egress probes); this module adds the sidecar's policy and admin rules,
+(endpoints, execd, background logs, PTY, egress probes), :mod:`harness.machines.opensandbox.proxy_rules` (what a
+sandbox's app receives through the server proxy); this module adds the sidecar's policy and admin rules,
 :func:`make_machine` and the mock runners, and re-exports the public names.
 """
 
@@ -56,8 +57,9 @@ from harness.machines.opensandbox.driver import (
     SandboxHandle,
 )
 from harness.machines.opensandbox.driver import when_enabled as _on
-from harness.machines.opensandbox.execd_rules import ExecdRules, execd_framing_problem
+from harness.machines.opensandbox.execd_rules import execd_framing_problem
 from harness.machines.opensandbox.oracle import OpenSandboxModel, Oracle
+from harness.machines.opensandbox.proxy_rules import ProxyRules
 from harness.machines.opensandbox.requests import RUN_LABEL, Echo, ExitWith, Json, PrintEnv, Probe
 from harness.machines.opensandbox.requests import policy_rules as _rules_st
 from harness.machines.opensandbox.requests import policy_targets as _targets
@@ -122,10 +124,10 @@ EGRESS_ANSWER = add_contract(
 )
 
 
-class OpenSandboxAPIMachine(ExecdRules):
+class OpenSandboxAPIMachine(ProxyRules):
     """Drive an OpenSandbox server and compare every answer with the model (configure via :func:`make_machine`)."""
 
-    sandboxes = ExecdRules.sandboxes
+    sandboxes = ProxyRules.sandboxes
 
     # -- the egress sidecar -------------------------------------------------------------------------
 

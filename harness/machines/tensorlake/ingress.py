@@ -5,11 +5,13 @@ proxy forwards or refuses it as the model's proxy does (exposure, public access,
 with and without the project query, the wake of a suspended sandbox). With the admin API the machine also
 checks what reaches the sandbox's echo app (its sandbox and port, path and query kept, the platform cookie
 and the project key removed) and opens a WebSocket with the same credentials, which must open and echo
-exactly when the HTTP request is forwarded; a real deployment has no app on its user ports.
+exactly when the HTTP request is forwarded and whose handshake reaches the app with the same headers removed;
+a real deployment has no app on its user ports.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +29,7 @@ from harness.strength import Contract, choice, observed, spec
 from harness.strength.observations import capture, published
 from mockserver.tensorlake.model import MANAGEMENT_PORT, SESSION_COOKIES
 from mockserver.tensorlake.model.auth import parse_cookies
+from mockserver.tensorlake.routes.echo import REQUEST_MESSAGE
 
 __all__ = ["CONTRACTS", "INGRESS_ADMISSION", "WEBSOCKET_UPGRADE", "IngressSteps"]
 
@@ -319,6 +322,38 @@ class IngressSteps(AnswerChecks):
             ):
                 return
             hold(WEBSOCKET_UPGRADE, self._echoes(ws, "sandproof"), "ingress", f"{where}: the WebSocket does not echo")
+            if self.strict and proxied.admission is not None:
+                self._check_handshake(f"{where} (WebSocket)", ws, headers, proxied)
+
+    def _check_handshake(self, where: str, ws: ClientConnection, headers: Mapping[str, str], proxied: Proxied) -> None:
+        """Check what reached the echo app with the WebSocket handshake: the cookies and Authorization the
+        model's proxy passes on (the session cookie and the project key removed), as for an HTTP request."""
+        try:
+            ws.send(REQUEST_MESSAGE)
+            data = json.loads(ws.recv(timeout=WS_TIMEOUT))
+        except (OSError, TimeoutError, WebSocketException, ValueError) as exc:
+            hold(WEBSOCKET_UPGRADE, False, "ingress", f"{where}: the echo app did not report the handshake: {exc}")
+            return
+        seen = data.get("headers") if isinstance(data, dict) else None
+        if not hold(WEBSOCKET_UPGRADE, isinstance(seen, dict), "ingress", f"{where}: the echo app answered {data!r}"):
+            return
+        assert isinstance(seen, dict) and proxied.admission is not None
+        forwarded = self.oracle.forwarded({k: v for k, v in headers.items() if k != "host" and v}, proxied.admission)
+        kept = parse_cookies(forwarded.get("cookie"))
+        hold(
+            COOKIE_STRIPPED,
+            parse_cookies(seen.get("cookie")) == kept,
+            "ingress",
+            f"{where}: the sandbox received cookies {seen.get('cookie')!r}; expected {kept!r}",
+        )
+        if proxied.strips_key is not None:
+            hold(
+                PROJECT_KEY_STRIPPED,
+                seen.get("authorization") == forwarded.get("authorization"),
+                "ingress",
+                f"{where}: the sandbox received Authorization {seen.get('authorization')!r}; "
+                f"expected {forwarded.get('authorization')!r}",
+            )
 
     @staticmethod
     def _echoes(ws: ClientConnection, message: str) -> bool:

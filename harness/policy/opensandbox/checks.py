@@ -5,7 +5,9 @@ in :data:`CHECKS` and :data:`CONTRACTS`. The ``spec`` checks follow the egress O
 order, the default action, merge and delete semantics, the rule schema) and compare behaviour: what a policy
 decides for each host, judged by the engine itself. They draw canonically spelled FQDN and wildcard targets
 and hosts whose decision the documents fix. The documents are silent on the wildcard apex and depth, letter
-case and trailing dots, IP targets and the exact stored form; those checks are ``choice``.
+case and trailing dots, IP targets and the exact stored form; those checks are ``choice``. The boundary checks
+of :mod:`harness.policy.opensandbox.boundaries` (every target form against its documented neighbours, drawing
+nothing) register after these.
 """
 
 from __future__ import annotations
@@ -329,3 +331,7 @@ def _check_delete_form(engine: OpenSandboxEngine, data: st.DataObject) -> None:
         gone = {canonical_target(t) for t in targets}
         left = [r.target for r in NetworkPolicy.from_json(got).egress if r.target in gone]
         assert not left, f"delete({policy!r}, {targets!r}) = {got!r} still holds {left!r}"
+
+
+# The boundary checks register themselves after the checks above (every entry form against its neighbours).
+from harness.policy.opensandbox import boundaries as _boundaries  # noqa: E402, F401

@@ -8,7 +8,8 @@ subset) and returns one result per check::
     from harness.policy.tensorlake.checks import run_checks
     failures = [r for r in run_checks(my_engine) if r.fails_run(strict=False)]
 
-Fixed-example checks come first (the networking docs' table and examples), then Hypothesis properties: the
+Fixed-example checks come first (the networking docs' table and examples, then every entry form against its
+documented neighbours: :mod:`harness.policy.tensorlake.boundaries`), then Hypothesis properties: the
 table rows stated directly, decisions against the reference, updates and validation, and the spellings the
 docs leave to sandproof. The ``spec`` checks compare behaviour (accept or reject, the egress decision per
 destination, the DNS decision per resolver); how a policy is stored is a ``choice``.
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from contracts.tensorlake_adapter import TensorLakeEngine
+from harness.policy.tensorlake.boundaries import BOUNDARY_CHECKS
 from harness.policy.tensorlake.examples import (
     check_choice_examples,
     check_dns_table,
@@ -84,6 +86,7 @@ _ORDERED: tuple[Check, ...] = (
     check_tristate_examples,
     check_invalid_examples,
     check_choice_examples,
+    *BOUNDARY_CHECKS,
     check_row_open,
     check_row_allow_internet,
     check_row_no_internet,
@@ -117,12 +120,14 @@ def contract_of(check: Check) -> Contract:
 
 
 CHECKS: dict[str, Check] = {contract_of(check).name: check for check in _ORDERED}
-EXAMPLE_CHECKS = ("dns_table", "docs_examples", "tristate_examples", "invalid_examples", "choice_examples")
+BOUNDARIES = tuple(contract_of(check).name for check in BOUNDARY_CHECKS)
+EXAMPLE_CHECKS = ("dns_table", "docs_examples", "tristate_examples", "invalid_examples", "choice_examples", *BOUNDARIES)
 PROPERTY_CHECKS = tuple(name for name in CHECKS if name not in EXAMPLE_CHECKS)
 #: The contracts of the checks, by check name.
 CONTRACTS: dict[str, Contract] = {name: contract_of(check) for name, check in CHECKS.items()}
 
 __all__ = [
+    "BOUNDARIES",
     "CHECKS",
     "CONTRACTS",
     "EXAMPLE_CHECKS",

@@ -12,11 +12,15 @@ Requests (runtime -> init; ``req`` is echoed in the reply of those that have one
   {pid} or {error: "cwd"|"exec"|"setup", errno, message}. Each process leads its own session and process
   group; with ``pty`` its controlling terminal is a new PTY whose master carries stdin and output.
 * ``stdin`` {id} + payload, ``stdin_close`` {id} (a PTY gets ^D), ``resize`` {id, rows, cols}: no reply.
+* ``credit`` {id, bytes}: no reply; the runtime has taken ``bytes`` more of the process's output.
 * ``signal`` {id, signal, group} -> reply {ok}: to the process group when ``group``.
 * ``ping`` -> reply {pid, children}.
 
 Events (init -> runtime): ``ready`` {pid}; ``out`` {id, stream: stdout|stderr|pty} + payload; ``exit`` {id,
-code, signal, timed_out}. A process's ``exit`` follows all of its output: once the process itself has
+code, signal, timed_out}. Output is flow-controlled: at most :data:`WINDOW` bytes of a process's output go
+out before the runtime sends ``credit`` for them; without credit its pipes are not read (the process
+blocks on a full pipe), so a flood goes no faster than the runtime takes it. A process's ``exit`` follows
+all of its output: once the process itself has
 ended, init waits up to :data:`DRAIN_GRACE` seconds for its pipes to close (they stay open while a
 background child it left behind holds them); later output of such children is read and dropped, so they
 never see a broken pipe. A timeout kills the whole process group with SIGKILL. Orphans are reaped.
@@ -44,6 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from wire import CHUNK, MAX_MESSAGE, pack_event, unpack_request  # type: ignore[import-not-found]  # noqa: E402
 
 DRAIN_GRACE = 0.05
+WINDOW = 1024 * 1024  # the runtime's ``mockserver.linux.process.WINDOW``
 SIGKILL = 9
 _RESET = ("SIGCHLD", "SIGPIPE", "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGXFSZ", "SIGUSR1", "SIGUSR2")
 _IGNORE = ("SIGTERM", "SIGINT", "SIGHUP", "SIGPIPE")
@@ -67,6 +72,12 @@ class Child:
         self.status: int | None = None
         self.drain_until: float | None = None
         self.reported = False
+        self.credit = WINDOW
+
+    @property
+    def readable(self) -> bool:
+        """Tell whether its output may be read now (credit left, or already reported: read and dropped)."""
+        return self.credit > 0 or self.reported
 
 
 def _set_winsize(fd: int, rows: int, cols: int) -> None:
@@ -127,7 +138,7 @@ class Init:
         child = self.fd_owner.get(fd)
         mask = 0
         if child is not None:
-            if fd in child.outputs:
+            if fd in child.outputs and child.readable:
                 mask |= _READ
             if fd == child.stdin_fd and child.pending:
                 mask |= _WRITE
@@ -228,6 +239,12 @@ class Init:
                 child.pending += b"\x04"  # a terminal's end of input
             child.close_stdin = True
             self._flush_stdin(child)
+        elif op == "credit" and child is not None:
+            paused = not child.readable
+            child.credit += int(msg["bytes"])
+            if paused and child.readable:
+                for fd in list(child.outputs):
+                    self._watch(fd)
         elif op == "resize" and child is not None and child.stdin_fd is not None and child.tty:
             _set_winsize(child.stdin_fd, int(msg["rows"]), int(msg["cols"]))
         elif op == "signal":
@@ -286,6 +303,10 @@ class Init:
             return
         if not child.reported:
             self.send({"op": "out", "id": child.ident, "stream": child.outputs[fd]}, data)
+            child.credit -= len(data)
+            if not child.readable:
+                for out in list(child.outputs):
+                    self._watch(out)
 
     def reap(self) -> None:
         """Collect every ended child (ours and orphans)."""
@@ -326,7 +347,9 @@ class Init:
                 else:
                     nearest = child.deadline if nearest is None else min(nearest, child.deadline)
             if child.drain_until is not None and not child.reported:
-                if now >= child.drain_until:
+                if not child.readable:  # output waits for credit: the grace runs from when it is read again
+                    child.drain_until = now + DRAIN_GRACE
+                elif now >= child.drain_until:
                     self._maybe_finish(child, force=True)
                 else:
                     nearest = child.drain_until if nearest is None else min(nearest, child.drain_until)

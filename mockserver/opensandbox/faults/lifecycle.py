@@ -12,6 +12,7 @@ from mockserver.admin.catalogue import named_fault
 from mockserver.core import ApiError, FaultRule
 
 from ..model.auth import invalid_key, missing_key
+from ..model.errors import capacity_exhausted
 from .base import CREATE, ONE_SANDBOX, CatalogueBase
 
 __all__ = ["LifecycleFaults"]
@@ -64,13 +65,34 @@ class LifecycleFaults(CatalogueBase):
         return self.respond("GET", f"{ONE_SANDBOX}/endpoints/*", 404, body, sandbox_id=sandbox_id)
 
     @named_fault(
+        "NeMo Gym: endpoint() raises RuntimeError('OpenSandbox returned an empty endpoint for sandbox ... port N'); "
+        "SDK: an empty endpoint for 44772 or 18080 breaks the create.",
+        port="the port whose endpoint lookup is emptied (* for every port)",
+    )
+    def empty_endpoint(self, sandbox_id: str | None = None, port: str = "8080", times: int | None = None) -> FaultRule:
+        """An endpoint lookup answers 200 ``{"endpoint": ""}``."""
+        return self.respond(
+            "GET", f"{ONE_SANDBOX}/endpoints/{port}", 200, {"endpoint": ""}, sandbox_id=sandbox_id, times=times
+        )
+
+    @named_fault(
+        "NeMo Gym: each renewal is retried per operations.retries; when they keep failing the renewal task ends and "
+        "the next operation on the sandbox raises RuntimeError('OpenSandbox lifetime renewal failed for sandbox "
+        "...') without sending anything (close() still deletes it, then raises the same).",
+    )
+    def renew_fails(self, sandbox_id: str | None = None, times: int | None = None) -> FaultRule:
+        """NG-F12: ``POST …/renew-expiration`` answers a JSON 500."""
+        body = {"code": "DOCKER::SANDBOX_QUERY_FAILED", "message": "Failed to renew sandbox expiration."}
+        return self.respond("POST", f"{ONE_SANDBOX}/renew-expiration", 500, body, sandbox_id=sandbox_id, times=times)
+
+    @named_fault(
         "SDK: SandboxRateLimitException(retry_after), no retry (POST); NeMo Gym retries the create "
         "(aiohttp backend: replayed up to 3 times first)."
     )
     def create_rate_limited(self, retry_after: int = 1, times: int | None = 1) -> FaultRule:
         """F22 / NG-F15: 429 ``POOL_CAPACITY_EXHAUSTED`` with ``Retry-After`` on create."""
-        body = {"code": "KUBERNETES::POOL_CAPACITY_EXHAUSTED", "message": "No Pool capacity"}
-        return self.respond("POST", CREATE, 429, body, times=times, headers={"Retry-After": str(retry_after)})
+        refusal = capacity_exhausted(retry_after, "No Pool capacity")
+        return self.respond("POST", CREATE, refusal.status, refusal.body(), times=times, headers=refusal.headers)
 
     @named_fault(
         "SDK: SandboxApiException(status, UNEXPECTED_RESPONSE), the code only in the message; NeMo Gym retries "

@@ -1,4 +1,4 @@
-"""Named faults armed on the state: OOM kills, transitions that end in Failed, recovery, expiry.
+"""Named faults armed on the state: OOM kills, transitions that end in Failed or stall, recovery, expiry.
 
 The rules are the model's (:mod:`..model.faults`); these are their catalogue entries. Each refuses an
 unknown sandbox with 404 ``sandbox_not_found`` and arms nothing.
@@ -54,6 +54,18 @@ class StateFaults(CatalogueBase):
     ) -> None:
         """The sandbox's next pause (or resume) is accepted (202) but ends in ``Failed``."""
         model_faults.fail_next_transition(self.mock.state, sandbox_id, operation, reason, message)
+
+    @named_fault(
+        "NeMo Gym: pause polls while the sandbox reports Pausing and raises TimeoutError('Timed out waiting for "
+        "OpenSandbox sandbox ... to pause after Ns') at operations.pause_resume_timeout_s; a resume fails its "
+        "readiness wait (execd does not answer a Resuming sandbox).",
+        sandbox_id=_SANDBOX,
+        operation="pause or resume",
+        seconds="how long (virtual seconds) it stays Pausing or Resuming (null: until the sandbox is deleted)",
+    )
+    def stall_next_transition(self, sandbox_id: str, operation: str = "pause", seconds: float | None = None) -> None:
+        """NG-F11: the sandbox's next pause (or resume) is accepted (202) but stays Pausing (Resuming)."""
+        model_faults.stall_next_transition(self.mock.state, sandbox_id, operation, seconds)
 
     @named_fault("SDK: reports state Running again; execd answers again.", sandbox_id="the Failed sandbox")
     def recover(self, sandbox_id: str) -> None:

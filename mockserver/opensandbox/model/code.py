@@ -9,14 +9,18 @@ language's default context runs it (made on first use); without a language the c
 command, as execd does. ``DELETE /code?id=`` interrupts a running cell (SIGINT).
 
 Served only by a runtime with real processes (``runtime="linux"``): ``python`` (the Python interpreter of
-the sandbox) and ``bash`` (a shell whose variables and directory persist between runs); other languages
-fail to create as execd does without their kernel (500 ``RUNTIME_ERROR`` "kernel not found").
+the sandbox), ``bash`` (a shell whose variables and directory persist between runs) and ``javascript``
+(``node`` in the sandbox, where there is one); other languages, and ``javascript`` without ``node``, fail to
+create as execd does without their kernel (500 ``RUNTIME_ERROR`` "kernel not found"). Jupyter's port
+(:data:`JUPYTER_PORT`) accepts connections inside the sandbox, so the code-interpreter SDK's strict health
+check passes. The command emulator has no interpreter: every code route answers 501 ``NOT_SUPPORTED``
+(:func:`not_supported`, execd's status for a feature its platform lacks, as ``POST /pty`` there), naming
+``--runtime linux``.
 
-Known deviations: there is no Jupyter, so the code-interpreter SDK's strict health check (a TCP connect to
-the kernel gateway's port 44771 inside the sandbox) fails: create the interpreter with
-``skip_health_check=True``; a cell's value is reported as its ``repr`` only (``text``); display data and
-rich outputs are not produced; one cell runs at a time per context (another one is refused 500 "session is
-busy", as execd does).
+Known deviations: the Jupyter port accepts and closes connections (the mock's kernels are its own, not
+Jupyter's); a cell's value is reported as its ``repr`` only (``text``; ``util.inspect`` for javascript);
+display data and rich outputs are not produced; one cell runs at a time per context (another one is refused
+500 "session is busy", as execd does).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from mockserver.core import ApiError
 from .execd import invalid
 
 __all__ = [
+    "JUPYTER_PORT",
     "LANGUAGES",
     "CodeContext",
     "CodeRun",
@@ -36,6 +41,7 @@ __all__ = [
     "context_body",
     "context_not_found",
     "create_failed",
+    "not_supported",
     "parse_context",
     "parse_run",
     "require_id",
@@ -43,8 +49,10 @@ __all__ = [
     "run_failed",
 ]
 
-#: The languages a context can have here.
-LANGUAGES = ("python", "bash")
+#: The languages a context can have here (``javascript`` only where the sandbox has ``node``).
+LANGUAGES = ("python", "bash", "javascript")
+#: Where a code-interpreter image's Jupyter kernel gateway listens inside the sandbox (the SDK's health check).
+JUPYTER_PORT = 44771
 
 
 @dataclass
@@ -127,6 +135,20 @@ def create_failed(reason: str) -> ApiError:
 def run_failed(reason: str) -> ApiError:
     """Return execd's 500 when code cannot run (an unknown context, a busy one, no kernel)."""
     return ApiError(500, "RUNTIME_ERROR", f"error running codes {reason}")
+
+
+def not_supported() -> ApiError:
+    """Return the command emulator's answer to every code route: 501 ``NOT_SUPPORTED`` naming ``--runtime linux``.
+
+    A choice: execd answers 501 ``NOT_SUPPORTED`` for a feature its platform lacks (``POST /pty`` without PTY
+    support), and the SDK reports it as a ``SandboxApiException`` with this message.
+    """
+    return ApiError(
+        501,
+        "NOT_SUPPORTED",
+        "the code interpreter is not supported by the sandproof command emulator: "
+        "start the mock with --runtime linux (real processes) to run code",
+    )
 
 
 def busy() -> ApiError:

@@ -40,7 +40,11 @@ class ServerConfig:
     ``enforcement`` is the egress sidecar's ``dns`` (names only) or ``dns+nft`` (also raw IPs);
     ``snapshot_seconds`` is how long a snapshot stays ``Creating``; ``default_host`` is the host endpoint
     URLs name when a request carries no ``Host``; ``user_ports`` says whether ports other than execd's and
-    the sidecar's reach services of the sandbox's own (a runtime with real processes serves them).
+    the sidecar's reach services of the sandbox's own (the linux runtime's real processes, the emulator's echo
+    app; the mock sets it on both, the contract oracle's default leaves it off).
+    ``egress_image`` says whether the server has an egress sidecar image (the real server's ``[egress] image``):
+    the mock's default has one, so a ``networkPolicy`` is enforced; the real server's default has none, and then
+    a create that carries any ``networkPolicy`` answers 400 (``egress.image must be configured ...``).
     """
 
     access: KeyTable = field(default_factory=KeyTable)
@@ -51,6 +55,7 @@ class ServerConfig:
     default_host: str = DEFAULT_HOST
     user_ports: bool = False
     allowed_host_paths: tuple[str, ...] = ()
+    egress_image: bool = True
 
     def __post_init__(self) -> None:
         if self.enforcement not in ENFORCEMENT_MODES:

@@ -4,7 +4,10 @@ All policy logic is the reference engine's (``contracts.opensandbox``); this mod
 sandbox and says what the sidecar (port 18080) and the lifecycle ``networkpolicy`` route answer. The
 sidecar's errors are ``text/plain`` (:class:`~.errors.TextError`), the lifecycle route's are flat JSON.
 
-Known deviations: the credential vault routes are not served (404); a sandbox created without a
+The sidecar's credential vault is :mod:`.vault`; a policy change that would leave one of its bindings
+uncovered is refused (400), as the sidecar does.
+
+Known deviations: a sandbox created without a
 ``networkPolicy`` has no sidecar (as on the Docker runtime), so its 18080 endpoint answers 502,
 unless the mock was built with ``egress_without_policy=True``.
 """
@@ -34,6 +37,7 @@ from .records import SandboxRecord
 from .spec import check_policy_fields, check_rule_fields
 from .state import OpenSandboxState
 from .validation import Checker
+from .vault import check_policy_update
 
 __all__ = [
     "DEVIATING_OPERATIONS",
@@ -42,6 +46,7 @@ __all__ = [
     "apply_delete",
     "apply_patch",
     "apply_put",
+    "check_egress_token",
     "effective_policy",
     "egress_allowed",
     "network_policy",
@@ -57,16 +62,6 @@ DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
         "PATCH /sandboxes/{sandbox_id}/networkpolicy",
         "DELETE /sandboxes/{sandbox_id}/networkpolicy",
         "GET /sandboxes/{sandbox_id}/endpoints/{port}",
-    ),
-    "egress": (
-        "POST /credential-vault",
-        "GET /credential-vault",
-        "PATCH /credential-vault",
-        "DELETE /credential-vault",
-        "GET /credential-vault/credentials",
-        "GET /credential-vault/credentials/{credential_name}",
-        "GET /credential-vault/bindings",
-        "GET /credential-vault/bindings/{binding_name}",
     ),
 }
 
@@ -168,6 +163,12 @@ _APPLY: dict[str, Callable[[SandboxRecord, Any], None]] = {
 }
 
 
+def check_egress_token(config: ServerConfig, token: str | None) -> None:
+    """Refuse (401 text) a sidecar request without the configured ``OPENSANDBOX-EGRESS-AUTH`` token."""
+    if config.egress_token is not None and token != config.egress_token:
+        raise TextError(401, "UNAUTHORIZED", "unauthorized: invalid or missing egress auth token\n")
+
+
 def sidecar_policy(
     sb: SandboxRecord, config: ServerConfig, method: str, raw: bytes, token: str | None = None
 ) -> dict[str, Any]:
@@ -176,18 +177,23 @@ def sidecar_policy(
     The order is the sidecar's: the auth token (when configured), then the JSON body, then the policy.
     Errors are ``text/plain``: 401 for a missing or wrong token, 400 for bad JSON or an invalid policy.
     """
-    if config.egress_token is not None and token != config.egress_token:
-        raise TextError(401, "UNAUTHORIZED", "unauthorized: invalid or missing egress auth token\n")
+    check_egress_token(config, token)
     if method == "GET":
         return status_body(sb, config.enforcement, with_policy=True)
     try:
         body = parse_json(raw) if raw.strip() else None
     except ValueError as exc:  # malformed, not UTF-8, or nested too deep
         raise TextError(400, "INVALID_JSON", f"invalid JSON body: {exc}\n") from exc
+    before = sb.policy
     try:
         _APPLY[method](sb, body)
     except PolicyError as exc:
         raise TextError(400, "INVALID_POLICY", f"invalid policy: {exc}\n") from exc
+    try:
+        check_policy_update(sb, sb.policy)
+    except TextError:
+        sb.policy = before
+        raise
     return status_body(sb, config.enforcement, with_policy=False)
 
 

@@ -8,16 +8,20 @@ Known deviations: a foreground command whose SSE client goes away is killed at o
 ``signal: killed``), so dropped streams leave no running command behind; real execd runs the command under
 its own context (``context.Background``, bounded only by the request's ``timeout``) and lets it run on to its
 end, keeping its status record (newer execd even lets a client resume the stream). The code interpreter
-(``/code``, ``/code/context(s)``) and the endless ``GET /metrics/watch`` are not served (404). PTY sessions are
+(``/code``, ``/code/context(s)``) answers 501 on the command emulator (see :mod:`.code`); the endless
+``GET /metrics/watch`` is not served (404). PTY sessions are
 not emulated. ``POST /pty`` answers 501 ``NOT_SUPPORTED`` (what execd
 answers on a platform without PTY), so no session exists: ``GET`` and ``DELETE /pty/{id}`` answer 404
 ``CONTEXT_NOT_FOUND`` "pty session <id> not found" (the body NeMo Gym keys on) and a WebSocket to
-``/pty/{id}/ws`` is closed before the handshake.
+``/pty/{id}/ws`` is closed before the handshake. A JSON body holding a lone surrogate (``"\\ud800"``) is refused
+with 400 ``invalid_json``, as are ``NaN`` and ``Infinity`` (Go's decoder, in execd and the egress sidecar, reads a
+lone surrogate as U+FFFD and accepts the request; the mock refuses it, so no client can rely on that repair).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -41,6 +45,7 @@ __all__ = [
     "check_execd_token",
     "command_logs",
     "command_status",
+    "cpu_limit_cores",
     "create_pty",
     "create_session",
     "delete_session",
@@ -354,6 +359,22 @@ def memory_limit_bytes(sb: SandboxRecord) -> int | None:
     """Return the sandbox's ``resourceLimits.memory`` in bytes (None when it names none)."""
     raw = sb.spec.resource_limits.get("memory")
     return None if not raw else int(_mib(str(raw)) * 2**20)
+
+
+def disk_limit_bytes(sb: SandboxRecord) -> int | None:
+    """Return the sandbox's ``resourceLimits["ephemeral-storage"]`` in bytes (None when it names none).
+
+    ``ephemeral-storage`` is the Kubernetes name the real server accepts among a sandbox's resource limits.
+    """
+    raw = sb.spec.resource_limits.get("ephemeral-storage")
+    mib = _mib(str(raw)) if raw else 0.0
+    return int(mib * 2**20) if math.isfinite(mib) and mib >= 1 else None
+
+
+def cpu_limit_cores(sb: SandboxRecord) -> float | None:
+    """Return the sandbox's ``resourceLimits.cpu`` in cores (None when it names none)."""
+    raw = sb.spec.resource_limits.get("cpu")
+    return None if not raw else _cpus(str(raw))
 
 
 def usage_metrics(sb: SandboxRecord, cpu_percent: float, memory_bytes: int, now_ms: int) -> dict[str, Any]:

@@ -22,9 +22,10 @@ __all__ = [
     "oom_kill",
     "oom_on_next_exec",
     "recover",
+    "stall_next_transition",
 ]
 
-#: The transitions :func:`fail_next_transition` can make end in ``Failed``.
+#: The transitions :func:`fail_next_transition` can make end in ``Failed`` (and :func:`stall_next_transition` hold).
 TRANSITIONS = ("pause", "resume")
 
 
@@ -71,6 +72,21 @@ def fail_next_transition(
     default_reason, default_message = state.profile.failed_status()
     with state.lock:
         sb.fail_next[operation] = (reason or default_reason, message or default_message)
+        state.changed(sb)
+    return sb
+
+
+def stall_next_transition(
+    state: OpenSandboxState, sandbox_id: str, operation: str = "pause", seconds: float | None = None
+) -> SandboxRecord:
+    """Make the sandbox's next ``operation`` (pause or resume) stay Pausing/Resuming ``seconds`` (None: for good)."""
+    if operation not in TRANSITIONS:
+        raise ApiError(400, "invalid_operation", f"operation must be one of {list(TRANSITIONS)}, not {operation!r}")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0):
+        raise ApiError(400, "invalid_seconds", "seconds must be a non-negative number or null")
+    sb = _live(state, sandbox_id)
+    with state.lock:
+        sb.stall_next[operation] = None if seconds is None else float(seconds)
         state.changed(sb)
     return sb
 

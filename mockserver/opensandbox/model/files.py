@@ -5,18 +5,20 @@ Download ``offset``/``limit`` are line based (1-based first line, line count); `
 
 Known deviations: with the emulator a sandbox's files live in the mock's memory and hold at most 16 MiB of
 content (``FileSystem`` quota), whatever the container's disk; a write beyond it fails as a full disk does
-(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing.
+(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing. A path of 4096 bytes or more, or
+with a name over 255 bytes, is refused with 400 ``INVALID_PATH`` "... file name too long" on either runtime (real
+execd reports the kernel's ENAMETOOLONG as it reports any error but a missing file: 500 ``RUNTIME_ERROR``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mockserver.core import ApiError
+from mockserver.core.jsontext import parse_json
 from mockserver.sandbox.filesystem import FileInfo, FileStream, FileSystem, FsError, normpath
 
 from .spec import iso
@@ -80,9 +82,21 @@ def fs_error(exc: FsError, path: str) -> ApiError:
     """Map a filesystem error to execd's error body."""
     if exc.code == "not_found":
         return ApiError(404, "FILE_NOT_FOUND", f"file not found: {path}")
+    if exc.code == "name_too_long":
+        return name_too_long(path)
     if exc.code == "not_regular":  # a FIFO, socket or device: refused, never opened for I/O (choice)
         return ApiError(400, "INVALID_FILE", f"{path}: not a regular file")
     return ApiError(500, "RUNTIME_ERROR", f"{path}: {exc.strerror.lower()}")
+
+
+def name_too_long(path: str) -> ApiError:
+    """Return the refusal of a path the kernel would refuse with ENAMETOOLONG.
+
+    A choice: real execd reports every OS error but a missing file as 500 ``RUNTIME_ERROR``; the mock answers
+    this one, which only the client's input causes, with a 400 (see docs/deviations.md).
+    """
+    shown = path if len(path) <= 128 else f"{path[:128]}..."
+    return ApiError(400, "INVALID_PATH", f"error accessing file {shown}: file name too long")
 
 
 def invalid_file(message: str) -> ApiError:
@@ -96,6 +110,8 @@ def _path(raw: str | None, name: str = "path") -> str:
     try:
         return normpath(raw, "/")
     except FsError as exc:  # a NUL byte: the kernel's EINVAL, which execd reports as a runtime error
+        if exc.code == "name_too_long":
+            raise name_too_long(raw) from exc
         raise ApiError(500, "RUNTIME_ERROR", f"error accessing file {raw}: invalid argument") from exc
 
 
@@ -110,8 +126,8 @@ def upload(fs: FileSystem, metadata: Sequence[bytes], files: Sequence[bytes]) ->
         raise invalid_file("each file part needs one metadata part before it")
     for meta_raw, data in zip(metadata, files, strict=True):
         try:
-            meta = json.loads(meta_raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            meta = parse_json(meta_raw)
+        except ValueError as exc:  # malformed, not UTF-8, a lone surrogate, NaN
             raise ApiError(400, "INVALID_FILE_METADATA", f"invalid file metadata: {exc}") from exc
         if not isinstance(meta, dict) or not isinstance(meta.get("path"), str):
             raise ApiError(400, "INVALID_FILE_METADATA", "file metadata needs a string path")

@@ -12,7 +12,9 @@ Known deviations from the real 1.1.1 server:
 * A ``networkPolicy`` whose targets the reference engine rejects is accepted (202) as on the real server; the
   sandbox then has no sidecar and no egress (:func:`~.spec.sidecar_policy`), where the real Docker runtime's
   sidecar would fail its start and the create would answer 500 after the readiness timeout.
-* Bodies over 1 MiB get 413 (the real server has no limit); diagnostics are not served (404).
+* Bodies over 1 MiB get 413 (the real server has no limit).
+
+The diagnostics routes are :mod:`.diagnostics`.
 """
 
 from __future__ import annotations
@@ -51,15 +53,7 @@ __all__ = [
 ]
 
 #: The operations of the served OpenAPI documents the known deviations above concern (see ``mockserver.core.deviations``).
-DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {
-    "lifecycle": (
-        "POST /sandboxes",
-        "GET /sandboxes/{sandbox_id}/diagnostics/logs",
-        "GET /sandboxes/{sandbox_id}/diagnostics/inspect",
-        "GET /sandboxes/{sandbox_id}/diagnostics/events",
-        "GET /sandboxes/{sandbox_id}/diagnostics/summary",
-    )
-}
+DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"lifecycle": ("POST /sandboxes",)}
 
 
 def health() -> dict[str, Any]:
@@ -117,6 +111,7 @@ def create_sandbox(
         state.profile.name,
         now=state.clock.now(),
         allowed_host_paths=allowed,
+        egress_image=config.egress_image if config is not None else True,
         resolve_snapshot=lambda snapshot_id: state.restorable_snapshot(tenant, snapshot_id),
     )
     sb = state.create(tenant, spec)

@@ -6,8 +6,9 @@ whether the request reaches the port's service (it returns the sandbox) or what 
 
 Known deviations: a direct request to a sandbox that is not running answers 502 ``Bad Gateway``
 (text) at once, where a real paused container would hang and a deleted one refuse the connection;
-ports other than 44772 and 18080 have no service (502) unless the runtime runs real processes
-(``ServerConfig.user_ports``), where they reach whatever listens there in the sandbox. A method the server
+ports other than 44772 and 18080 are served whenever ``ServerConfig.user_ports`` is set (the mock
+sets it on both runtimes): on the linux runtime by whatever listens there in the sandbox (nothing: 502), on
+the emulator by an echo app, where a real sandbox with nothing listening answers 502. A method the server
 proxy does not forward (HEAD, OPTIONS) gets 405 with ``Allow: DELETE, GET, PATCH, POST, PUT``; the real server
 lists the same methods in the order of a Python set, which changes from one server process to the next.
 """
@@ -70,7 +71,7 @@ def require_pod_ip(sb: SandboxRecord) -> None:
 
 def serves(sb: SandboxRecord, port: int, user_ports: bool = False) -> bool:
     """Tell whether ``port`` in the sandbox has a service: execd always, the sidecar when it has one, and
-    any other port when ``user_ports`` (the runtime runs the sandbox's own services; see ``ServerConfig``)."""
+    any other port when ``user_ports`` (the runtime serves the sandbox's own ports; see ``ServerConfig``)."""
     if port == EGRESS_PORT:
         return sb.has_sidecar
     return port == EXECD_PORT or user_ports

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockserver.core import ApiError
+from mockserver.core.jsontext import parse_json
 
 from .execd import invalid
 
@@ -140,8 +141,8 @@ class ClientFrame:
 def client_frame(text: str) -> ClientFrame | None:
     """Read a client's text frame; None for one that is not JSON (ignored, as execd does)."""
     try:
-        frame = json.loads(text)
-    except ValueError:
+        frame = parse_json(text)
+    except ValueError:  # includes a lone surrogate, which no stdin could carry
         return None
     if not isinstance(frame, dict):
         return None

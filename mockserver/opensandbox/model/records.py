@@ -117,8 +117,13 @@ class SandboxRecord:
     ``access_token`` is the sandbox's secure-access token: in multi-tenant mode its direct endpoint
     hands it out and its sandbox ports accept it in place of the owner's API key. The armed faults of
     :mod:`.faults`: ``oom_on_next_exec`` (an OOM wording name; ``""`` is the runtime's own), ``fail_next``
-    (pause or resume -> the failed status it ends in; ``pending_failure`` while it settles) and
+    (pause or resume -> the failed status it ends in; ``pending_failure`` while it settles), ``stall_next``
+    (pause or resume -> how many virtual seconds it stays Pausing or Resuming; None: until deleted) and
     ``hold_next_command`` (how many status polls the next command reports running).
+
+    ``history`` is every state the sandbox entered, as ``(at, state, reason, message)`` (its diagnostics'
+    events, :mod:`.diagnostics`); ``vault`` is its egress sidecar's credential vault (:mod:`.vault`), None
+    until one is created.
 
     ``rev`` counts the changes a rule made (:meth:`~.state.OpenSandboxState.changed`); ``wire_cache`` holds the
     lifecycle body of one revision.
@@ -143,13 +148,17 @@ class SandboxRecord:
     oom_on_next_exec: str | None = None
     fail_next: dict[str, tuple[str, str]] = field(default_factory=dict)
     pending_failure: tuple[str, str] | None = None
+    stall_next: dict[str, float | None] = field(default_factory=dict)
     hold_next_command: int = 0
+    history: list[tuple[float, str, str, str]] = field(default_factory=list)
+    vault: dict[str, Any] | None = None
     rev: int = field(default=0, compare=False)
     wire_cache: tuple[int, WireDict] | None = field(default=None, init=False, repr=False, compare=False)
 
     def set_state(self, state: str, reason: str, message: str, now: float) -> None:
         """Move to ``state`` and stamp the transition."""
         self.state, self.reason, self.message, self.last_transition_at = state, reason, message, now
+        self.history.append((now, state, reason, message))
 
     def to_json(self) -> dict[str, Any]:
         """Return the lifecycle ``Sandbox`` body (null fields omitted)."""
@@ -230,6 +239,9 @@ class SandboxRecord:
             "fail_next": {op: list(status) for op, status in self.fail_next.items()},
             "pending_failure": None if self.pending_failure is None else list(self.pending_failure),
             "hold_next_command": self.hold_next_command,
+            "stall_next": dict(self.stall_next),
+            "history": [list(entry) for entry in self.history],
+            "vault": self.vault,
         }
         if with_fs:
             out["fs"] = self.fs.dump()
@@ -273,6 +285,9 @@ class SandboxRecord:
             fail_next={str(op): (str(r), str(m)) for op, (r, m) in (data.get("fail_next") or {}).items()},
             pending_failure=_status_pair(data.get("pending_failure")),
             hold_next_command=int(data.get("hold_next_command") or 0),
+            stall_next={str(op): None if t is None else float(t) for op, t in (data.get("stall_next") or {}).items()},
+            history=[(float(t), str(st), str(r), str(m)) for t, st, r, m in data.get("history") or []],
+            vault=data.get("vault"),
         )
         rec.commands = {c["id"]: CommandRecord.from_json(c) for c in data.get("commands", [])}
         return rec

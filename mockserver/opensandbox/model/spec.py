@@ -2,8 +2,8 @@
 
 :func:`parse_create` checks a body as the real server does: the body model's field errors (422, in the
 model's field order), its model validator (422 ``value_error``), then the runtime's checks (400) in the real
-Docker runtime's order: lifecycle hooks, ``poolRef``, the snapshot, metadata labels, ``platform``, the expiry, secure
-access, the network policy, resource limits, volumes (:mod:`.volumes`).
+Docker runtime's order: lifecycle hooks, ``poolRef``, the snapshot, the entrypoint, metadata labels,
+``platform``, the expiry, secure access, the network policy, resource limits, volumes (:mod:`.volumes`).
 
 The network policy at create is the body model's only (``api/schema.py``: ``NetworkRule.action: str``,
 ``target: str = Field(..., min_length=1)``, ``defaultAction: Optional[str]``): the Docker runtime checks nothing
@@ -32,6 +32,7 @@ from typing import Any
 from contracts.opensandbox import NetworkPolicy, PolicyError
 from mockserver.core import ApiError
 
+from .hooks import check_lifecycle
 from .validation import CREATE_FIELDS, Checker, value_error
 from .volumes import check_volumes, validate_volumes
 
@@ -54,6 +55,8 @@ _MEMORY_UNITS = {
 _MAX_INT64 = 2**63 - 1
 _INVALID = "SANDBOX::INVALID_PARAMETER"
 RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
+#: The real server's answer to a ``networkPolicy`` when no egress sidecar image is configured (``validators.py``).
+NO_EGRESS_IMAGE = "egress.image must be configured when networkPolicy is provided."
 
 #: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
 DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"lifecycle": ("POST /sandboxes",)}
@@ -162,6 +165,67 @@ def _pool_ref(data: dict[str, Any]) -> str:
     return str((data.get("extensions") or {}).get("poolRef") or "").strip()
 
 
+_TEMPLATE_CONFLICTS = (
+    "image",
+    "entrypoint",
+    "env",
+    "resourceLimits",
+    "resourceRequests",
+    "volumes",
+    "platform",
+    "credentialProxy",
+    "lifecycle",
+)
+
+
+def _check_model(body: Any, data: dict[str, Any], secure_access: bool) -> None:
+    """Run the body model's own validator (422 ``value_error``) in the real order.
+
+    The reserved env variable first; then template mode (``templateId``: nothing that shapes the workload, and a
+    timeout) or pool mode (``extensions.poolRef``: no lifecycle, no snapshot), each ending the checks; then
+    ``credentialProxy.enabled`` needs a policy, exactly one of image and snapshot, an entrypoint with an image,
+    and ``resourceLimits``.
+    """
+    if RESERVED_ENV in (data.get("env") or {}):
+        raise value_error(
+            body, f"Environment variable '{RESERVED_ENV}' is reserved. Use the lifecycle request field instead."
+        )
+    snapshot = bool(str(data.get("snapshotId") or "").strip())
+    if str(data.get("templateId") or "").strip():
+        present = [name for name in _TEMPLATE_CONFLICTS if data.get(name) is not None]
+        present += ["snapshotId"] * snapshot + ["secureAccess"] * secure_access
+        if present:
+            raise value_error(
+                body,
+                f"templateId cannot be combined with: {', '.join(sorted(present))}; "
+                "the workload shape is fixed by the template's golden image.",
+            )
+        if data.get("timeout") is None:
+            raise value_error(body, "timeout is required when templateId is provided.")
+        return
+    if _pool_ref(data):
+        if data.get("lifecycle") is not None:
+            raise value_error(body, "lifecycle cannot be used together with poolRef.")
+        if snapshot:
+            raise value_error(body, "snapshotId cannot be used together with poolRef.")
+        return
+    proxy = data.get("credentialProxy")
+    if (
+        isinstance(proxy, dict)
+        and Checker().boolean(proxy.get("enabled", False), [])
+        and data.get("networkPolicy") is None
+    ):
+        raise value_error(body, "credentialProxy.enabled requires networkPolicy.")
+    image = data.get("image")
+    has_image = isinstance(image, dict) and bool(str(image.get("uri", "")).strip())
+    if has_image == snapshot:
+        raise value_error(body, "Exactly one of image or snapshotId must be provided.")
+    if has_image and not data.get("entrypoint"):
+        raise value_error(body, "Entrypoint is required when image is provided.")
+    if data.get("resourceLimits") is None:
+        raise value_error(body, "resourceLimits is required when poolRef is not provided.")
+
+
 def _platform(raw: dict[str, Any]) -> dict[str, str]:
     """Return a checked ``platform`` as the Docker runtime stores it (os and arch stripped, lower case); 400 else."""
     os_name, arch = str(raw["os"]).strip().lower(), str(raw["arch"]).strip().lower()
@@ -230,16 +294,24 @@ def _check_fields(check: Checker, data: dict[str, Any]) -> None:
         check.str_map(data["env"], ["body", "env"], nullable_values=True)
     if data.get("metadata") is not None:
         check.str_map(data["metadata"], ["body", "metadata"])
-    if data.get("lifecycle") is not None:
-        check.obj(data["lifecycle"], ["body", "lifecycle"])
+    check_lifecycle(check, data.get("lifecycle"), ["body", "lifecycle"])
     if data.get("entrypoint") is not None:
         check.str_list(data["entrypoint"], ["body", "entrypoint"], min_items=1)
     check_policy_fields(check, data.get("networkPolicy"), ["body", "networkPolicy"])
-    if data.get("secureAccess") is not None:
+    proxy = data.get("credentialProxy")
+    if (
+        proxy is not None
+        and (fields := check.obj(proxy, ["body", "credentialProxy"])) is not None
+        and "enabled" in fields
+    ):
+        check.boolean(fields["enabled"], ["body", "credentialProxy", "enabled"])
+    if "secureAccess" in data:  # a plain bool with a default: null is not allowed
         check.boolean(data["secureAccess"], ["body", "secureAccess"])
     check_volumes(check, data.get("volumes"))
     if data.get("extensions") is not None:
         check.str_map(data["extensions"], ["body", "extensions"])
+    if data.get("templateId") is not None:
+        check.string(data["templateId"], ["body", "templateId"], min_length=1)
 
 
 def check_policy_fields(check: Checker, raw_policy: Any, loc: list[str | int]) -> None:
@@ -261,11 +333,11 @@ def check_rule_fields(check: Checker, rule: Any, loc: list[str | int]) -> None:
     """Record the ``NetworkRule`` model's errors for a rule at ``loc`` (``action`` and a non-empty ``target``)."""
     if (r := check.obj(rule, loc)) is None:
         return
-    for key in ("action", "target"):
+    for key in ("action", "target"):  # pydantic reports each field in turn, in the model's field order
         if key not in r:
             check.add("missing", [*loc, key], r)
-    check.string(r.get("action", ""), [*loc, "action"])
-    check.string(r.get("target", "x"), [*loc, "target"], min_length=1)
+        else:
+            check.string(r[key], [*loc, key], min_length=1 if key == "target" else 0)
 
 
 def parse_create(
@@ -274,6 +346,7 @@ def parse_create(
     *,
     now: float | None = None,
     allowed_host_paths: Sequence[str] = (),
+    egress_image: bool = True,
     resolve_snapshot: Callable[[str], object] | None = None,
 ) -> CreateSpec:
     """Validate a create body like pydantic (422) and the given runtime (400) would, in the real order.
@@ -281,7 +354,9 @@ def parse_create(
     ``now`` (the server's time) lets the expiry check run where the real server runs it, after the
     platform check; ``allowed_host_paths`` is the server's host-volume allow-list (empty by default);
     ``resolve_snapshot`` raises when a ``snapshotId`` names no snapshot the caller may restore (404 / 409),
-    called where the real server resolves it (after ``poolRef``, before the labels).
+    called where the real server resolves it (after ``poolRef``, before the labels). Without an
+    ``egress_image`` (the real server's ``[egress] image`` unset), any ``networkPolicy`` is a 400 where the real
+    server checks it: after ``secureAccess``, before the policy's targets and ``resourceLimits`` are looked at.
     """
     check = Checker()
     data = check.obj(body, ["body"])
@@ -292,19 +367,10 @@ def parse_create(
     image, snapshot_id, entrypoint = data.get("image"), data.get("snapshotId"), data.get("entrypoint")
     lax = Checker()  # the values passed the model: these only convert them (``"60"`` is 60)
     timeout = None if data.get("timeout") is None else lax.integer(data["timeout"], [])
-    secure_access = data.get("secureAccess") is not None and bool(lax.boolean(data["secureAccess"], []))
-    if RESERVED_ENV in (data.get("env") or {}):
-        raise value_error(
-            body, f"Environment variable '{RESERVED_ENV}' is reserved. Use the lifecycle request field instead."
-        )
+    secure_access = "secureAccess" in data and bool(lax.boolean(data["secureAccess"], []))
+    _check_model(body, data, secure_access)
     has_image = isinstance(image, dict) and bool(str(image.get("uri", "")).strip())
-    has_snapshot = bool((snapshot_id or "").strip())
-    if has_image == has_snapshot:
-        raise value_error(body, "Exactly one of image or snapshotId must be provided.")
-    if has_image and not entrypoint:
-        raise value_error(body, "Entrypoint is required when image is provided.")
-    if data.get("resourceLimits") is None and not _pool_ref(data):
-        raise value_error(body, "resourceLimits is required when poolRef is not provided.")
+    has_snapshot = bool((snapshot_id or "").strip()) and not _pool_ref(data)
     docker = runtime == "docker"
     if docker and data.get("lifecycle") is not None:
         raise bad_request(_INVALID, "lifecycle hooks are not supported by the Docker provider.")
@@ -317,6 +383,8 @@ def parse_create(
         resolve_snapshot(str(snapshot_id).strip())
     if has_snapshot and not entrypoint:
         entrypoint = list(SNAPSHOT_ENTRYPOINT)
+    if docker and not entrypoint and not _pool_ref(data):
+        raise bad_request("DOCKER::INVALID_ENTRYPOINT", "Entrypoint must contain at least one command.")
     metadata = dict(data.get("metadata") or {})
     validate_labels(metadata)
     platform = None if data.get("platform") is None else _platform(data["platform"])
@@ -329,6 +397,8 @@ def parse_create(
             "Use the Kubernetes runtime to create secured sandboxes.",
         )
     raw_policy = data.get("networkPolicy")
+    if raw_policy is not None and not egress_image:
+        raise bad_request(_INVALID, NO_EGRESS_IMAGE)
     policy, refusal = sidecar_policy(raw_policy) if raw_policy is not None else (None, None)
     resource_limits = dict(data.get("resourceLimits") or {})
     if docker:

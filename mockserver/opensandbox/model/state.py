@@ -22,11 +22,13 @@ from typing import Any
 
 from contracts.opensandbox import PolicyError
 from mockserver.core import ApiError, IdFactory, VirtualClock
+from mockserver.core.capacity import Capacity
 from mockserver.core.changes import ChangeLog, Key, Row
 from mockserver.core.schedule import DueTimes
 from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
+from .errors import capacity_exhausted
 from .index import SandboxIndex
 from .profiles import RuntimeProfile
 from .records import ECHOED_EXTENSION_PREFIX, CommandRecord, SandboxRecord, SnapshotRecord, paginate, pagination
@@ -61,6 +63,8 @@ class OpenSandboxState:
         self.index = SandboxIndex()
         self._due: DueTimes[str] = DueTimes()
         self._fs_written: dict[str, int] = {}
+        #: The server-wide cap on live sandboxes (unlimited unless the mock is given one).
+        self.capacity = Capacity()
 
     # -- bookkeeping -------------------------------------------------------------------------------
 
@@ -153,8 +157,17 @@ class OpenSandboxState:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
+    def live_count(self) -> int:
+        """Return how many sandboxes hold a place (not Failed); read without the lock (see ``core.capacity``)."""
+        return sum(1 for sb in list(self.sandboxes.values()) if sb.state != "Failed")
+
+    def use_capacity(self, capacity: Capacity) -> None:
+        """Make creates consult ``capacity`` (shared with the server's other mocks) and count toward it."""
+        capacity.register(self.live_count)
+        self.capacity = capacity
+
     def create(self, tenant: str, spec: CreateSpec) -> SandboxRecord:
-        """Create a sandbox from a validated spec."""
+        """Create a sandbox from a validated spec; 429 ``POOL_CAPACITY_EXHAUSTED`` when the server is full."""
         with self.lock:
             now = self.clock.now()
             sandbox_id = self.ids.uuid4()
@@ -162,6 +175,10 @@ class OpenSandboxState:
             if spec.snapshot_id:
                 fs = FileSystem.load(self.restorable_snapshot(tenant, spec.snapshot_id).fs, now=self.clock.now)
             check_timeout(spec.timeout, now)
+            if not self.capacity.admits():
+                self.refresh()  # expiries due by now free places first
+                if not self.capacity.admits():
+                    raise capacity_exhausted(message=f"No capacity: {self.capacity.describe()}.")
             sb = SandboxRecord(
                 id=sandbox_id,
                 tenant=tenant,
@@ -226,6 +243,9 @@ class OpenSandboxState:
                 if self.profile.name == "docker":
                     raise ApiError(409, "DOCKER::SANDBOX_NOT_RUNNING", "Sandbox is not in a running state.")
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
+            if "pause" in sb.stall_next:
+                self._stall(sb, "Pausing", "Paused", sb.stall_next.pop("pause"))
+                return
             self._transition(sb, "Pausing", "Paused", self.profile.pause_seconds, sb.fail_next.pop("pause", None))
 
     def resume(self, tenant: str, sandbox_id: str) -> None:
@@ -236,6 +256,9 @@ class OpenSandboxState:
                 if self.profile.name == "docker":
                     raise ApiError(409, "DOCKER::SANDBOX_NOT_PAUSED", "Sandbox is not in a paused state.")
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
+            if "resume" in sb.stall_next:
+                self._stall(sb, "Resuming", "Running", sb.stall_next.pop("resume"))
+                return
             self._transition(sb, "Resuming", "Running", self.profile.resume_seconds, sb.fail_next.pop("resume", None))
 
     def _transition(
@@ -257,6 +280,13 @@ class OpenSandboxState:
             sb.set_state(target, *self.profile.running_status(), self._stamp(sb, target, now))
         else:
             sb.set_state(target, *self.profile.status_for(target), self._stamp(sb, target, now))
+        self.changed(sb)
+
+    def _stall(self, sb: SandboxRecord, via: str, target: str, seconds: float | None) -> None:
+        """Hold the sandbox in ``via`` (an armed stall): ``target`` after ``seconds``, or never (None)."""
+        now = self.clock.now()
+        sb.set_state(via, *self.profile.status_for(via), self._stamp(sb, via, now))
+        sb.pending = None if seconds is None else (target, now + seconds)
         self.changed(sb)
 
     def _stamp(self, sb: SandboxRecord, state: str, now: float) -> float:

@@ -3,6 +3,13 @@
 :class:`Checker` collects pydantic-style error entries and raises them as a :class:`RequestValidationError`;
 the routes render that as FastAPI's 422 ``{"detail": [...]}``. :func:`decode_json_body` is FastAPI's body
 decoding (content type, empty body, malformed JSON) over bytes the HTTP layer has read.
+
+Known deviations: a lone surrogate anywhere but ``image.uri`` (in ``metadata``, ``entrypoint``, a key) and a
+``NaN``, ``Infinity`` or ``1e999`` anywhere in a body make the real server answer 500 ``Internal Server Error``
+(text: a non-finite input cannot be rendered in its 422, a surrogate fails where the value is encoded); the mock
+refuses every lone surrogate as the real server refuses one in ``image.uri`` (400
+``SANDBOX::INVALID_PARAMETER``, the encoder's message) and a non-finite number with 422 ``json_invalid``, and
+stores nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +20,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mockserver.core.jsontext import parse_json
+from mockserver.core.errors import ApiError
+from mockserver.core.jsontext import JsonTextError, parse_json
+
+from .errors import body_not_parsed
 
 CREATE_FIELDS = frozenset(
     {
@@ -49,6 +59,12 @@ _MESSAGES = {
     "datetime_type": "Input should be a valid datetime",
 }
 
+
+#: The strings pydantic reads as booleans (compared in lower case).
+_BOOL_WORDS = {
+    **dict.fromkeys(("1", "on", "t", "true", "y", "yes"), True),
+    **dict.fromkeys(("0", "off", "f", "false", "n", "no"), False),
+}
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: A string pydantic reads as a Unix time rather than as an ISO date (``"1900000000"``, ``"-1.5"``, ``"1.5e3"``).
@@ -105,7 +121,11 @@ def decode_json_body(raw: bytes, content_type: str | None, *, required: bool = T
     """Decode a request body as FastAPI does (422 ``json_invalid`` / ``missing``); None when optional and empty.
 
     A non-empty body without a JSON ``content-type`` is not parsed: it comes back as its text, which the body
-    model then rejects, as FastAPI's strict content-type check leads to.
+    model then rejects, as FastAPI's strict content-type check leads to. Bytes that are not UTF-8 are 400
+    ``{"detail": "There was an error parsing the body"}`` (observed). A lone surrogate anywhere in the body
+    is 400 ``SANDBOX::INVALID_PARAMETER`` with the encoder's message (observed for ``image.uri``; the real
+    server 500s when it is elsewhere); ``NaN``/``Infinity`` and a body nested too deep are 422 ``json_invalid``
+    (a choice: the real server's 422 cannot render a non-finite input and 500s, a deep one overflows).
     """
     if raw and not is_json_media_type(content_type):
         return raw.decode("utf-8", "replace")
@@ -115,13 +135,19 @@ def decode_json_body(raw: bytes, content_type: str | None, *, required: bool = T
         return None
     try:
         return parse_json(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        pos = exc.pos if isinstance(exc, json.JSONDecodeError) else exc.start
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "invalid utf-8"
+    except JsonTextError as exc:
+        if exc.kind == "surrogate":
+            raise ApiError(400, "SANDBOX::INVALID_PARAMETER", exc.message) from exc
         raise RequestValidationError(
-            [error("json_invalid", ["body", pos], {}, "JSON decode error", error=reason)]
+            [error("json_invalid", ["body", 0], {}, "JSON decode error", error=exc.message)]
         ) from exc
-    except ValueError as exc:  # nested too deep: a choice, the real server's decoder would overflow (500)
+    except UnicodeDecodeError as exc:  # not UTF-8: FastAPI's catch-all 400 (observed)
+        raise body_not_parsed() from exc
+    except json.JSONDecodeError as exc:
+        raise RequestValidationError(
+            [error("json_invalid", ["body", exc.pos], {}, "JSON decode error", error=exc.msg)]
+        ) from exc
+    except ValueError as exc:  # an integer too long to convert, say
         raise RequestValidationError(
             [error("json_invalid", ["body", 0], {}, "JSON decode error", error=str(exc))]
         ) from exc
@@ -224,14 +250,22 @@ class Checker:
         return result
 
     def boolean(self, value: Any, loc: list[str | int]) -> bool | None:
-        """Return ``value`` as a bool under lax rules, else record an error."""
+        """Return ``value`` as a bool under pydantic's lax rules, else record its error.
+
+        Integers 0 and 1, floats 0.0 and 1.0, and the words of :data:`_BOOL_WORDS` (any case) are booleans;
+        another whole number or string is ``bool_parsing``, anything else (null, 1.5, a list) ``bool_type``.
+        """
         if isinstance(value, bool):
             return value
-        if isinstance(value, int) and value in (0, 1):
+        if isinstance(value, str):
+            word = _BOOL_WORDS.get(value.lower())
+            if word is None:
+                self.add("bool_parsing", loc, value)
+            return word
+        if isinstance(value, int | float) and value in (0, 1):
             return bool(value)
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-            return value.lower() in ("true", "1", "yes", "on")
-        self.add("bool_parsing" if isinstance(value, str) else "bool_type", loc, value)
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        self.add("bool_parsing" if whole else "bool_type", loc, value)
         return None
 
     def str_map(self, value: Any, loc: list[str | int], *, nullable_values: bool = False) -> dict[str, Any] | None:

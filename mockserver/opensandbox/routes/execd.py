@@ -1,5 +1,7 @@
 """execd's command, session and metrics routes (port 44772): parse, call :mod:`..model.execd`, render.
 
+On the command emulator the code interpreter's routes answer :func:`~..model.code.not_supported`.
+
 Commands run on the :class:`~..commands.CommandRuntime`; a foreground command's events stream as execd's
 SSE frames, and a client that goes away abandons its command (:func:`~..model.execd.abandon`).
 """
@@ -19,7 +21,7 @@ from mockserver.asgi.streams import WatchedStream
 from mockserver.core import IdFactory, VirtualClock
 
 from ..commands import CommandRuntime
-from ..model import execd
+from ..model import code, execd
 from ..model.execd import TAIL_CURSOR_HEADER, RunRequest, frame
 from ..model.records import SandboxRecord
 from ..model.state import OpenSandboxState
@@ -102,6 +104,10 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
         sandbox_of(request)
         execd.pty_session(request.path_params["sid"])
 
+    async def code_not_supported(request: Request) -> Response:
+        sandbox_of(request)
+        raise code.not_supported()
+
     async def metrics(request: Request) -> Response:
         return JSONResponse(execd.metrics(sandbox_of(request), clock.now_ms()))
 
@@ -117,4 +123,9 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
         Route("/pty", create_pty, methods=["POST"]),
         Route("/pty/{sid}", pty_session, methods=["GET", "DELETE"]),
         Route("/metrics", metrics, methods=["GET"]),
+        # the code interpreter: a runtime with real processes serves it first (``routes.live``)
+        Route("/code/context", code_not_supported, methods=["POST"]),
+        Route("/code", code_not_supported, methods=["POST", "DELETE"]),
+        Route("/code/contexts", code_not_supported, methods=["GET", "DELETE"]),
+        Route("/code/contexts/{context_id}", code_not_supported, methods=["GET", "DELETE"]),
     ]

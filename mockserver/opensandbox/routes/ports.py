@@ -5,11 +5,16 @@ and either render its refusal (an HTTP answer, or a close before the WebSocket h
 4000 + the HTTP status) or hand the request to the port's service, whose router answers a WebSocket it does
 not serve with close code 4404.
 
-Known deviations: with the emulator no sandbox-port service takes a WebSocket (execd's PTY needs the linux
-runtime), so every WebSocket to a sandbox port is closed before the handshake is accepted: 4404 when the
-gate admits it, else 4000 + the HTTP status the gate would answer (4401 without a valid key, 4404 / 4502
-for a sandbox that is not there or not the caller's); a server on a socket then refuses the handshake with
-403. With the linux runtime, execd's ``/pty/{id}/ws`` and the sandbox's own ports take WebSockets.
+A proxied request (``via_proxy``) reaches the service with its headers cleaned by the model's rule
+(:func:`~..model.forwarding.proxy_headers`: no credentials, hop-by-hop or client-sent forwarding headers,
+``X-Forwarded-Proto/-Host/-For`` rebuilt from the connection); a direct one keeps them all.
+
+Known deviations: with the emulator execd takes no WebSocket (its PTY needs the linux runtime), so a
+WebSocket to execd's port is closed before the handshake is accepted: 4404 when the gate admits it, else
+4000 + the HTTP status the gate would answer (4401 without a valid key, 4404 / 4502 for a sandbox that is
+not there or not the caller's); a server on a socket then refuses the handshake with 403. The emulator's
+other ports are served by the echo app (:mod:`.echo`), which takes WebSockets. With the linux runtime,
+execd's ``/pty/{id}/ws`` and the sandbox's own ports take WebSockets.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from mockserver.core import ApiError
 from ..model.auth import API_KEY_HEADER, SECURE_ACCESS_HEADER
 from ..model.config import ServerConfig
 from ..model.execd import EXECD_TOKEN_HEADER
+from ..model.forwarding import proxy_headers
 from ..model.ports import PROXY_METHODS, PortCall, admit_port
 from ..model.records import SandboxRecord
 from ..model.state import OpenSandboxState
@@ -77,6 +83,11 @@ class PortDispatcher:
         self.ctx = ctx
         self.via_proxy = via_proxy
 
+    def forwarded(self, scope: Scope) -> list[tuple[bytes, bytes]]:
+        """Return the headers a proxied request carries on to the port's service (the model's rule)."""
+        client = scope.get("client")
+        return proxy_headers(scope.get("headers") or [], str(scope.get("scheme", "http")), client and client[0])
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         params = scope.get("path_params", {})
         sandbox_id, port = str(params["sandbox_id"]), int(params["port"])
@@ -105,6 +116,8 @@ class PortDispatcher:
                 await error_response(exc)(scope, receive, send)
             return
         state[SANDBOX_KEY] = sb
+        if self.via_proxy:
+            scope = {**scope, "headers": self.forwarded(scope)}
         service = self.ctx.services.get(port)
         if service is None and self.ctx.user_port is not None:
             service = self.ctx.user_port(sb, port)

@@ -17,7 +17,7 @@ from mockserver.asgi.requests import read_body
 from mockserver.core import ApiError
 
 from ..model.auth import DEFAULT_TENANT
-from ..model.errors import ExecdAuthError, TextError
+from ..model.errors import DetailError, ExecdAuthError, TextError
 from ..model.records import SandboxRecord
 from ..model.validation import RequestValidationError, decode_json_body
 
@@ -64,11 +64,14 @@ async def json_body(request: Request, *, required: bool = True) -> Any:
 
 
 def error_response(exc: ApiError) -> Response:
-    """Render a refusal: text for :class:`TextError`, ``{"error"}`` for execd's token, else ``{"code", "message"}``."""
+    """Render a refusal: text for :class:`TextError`, ``{"error"}`` for execd's token, ``{"detail"}`` for FastAPI's
+    own, else ``{"code", "message"}``."""
     if isinstance(exc, TextError):
         return PlainTextResponse(exc.message, status_code=exc.status)
     if isinstance(exc, ExecdAuthError):
         return JSONResponse({"error": exc.message}, status_code=exc.status)
+    if isinstance(exc, DetailError):
+        return JSONResponse({"detail": exc.message}, status_code=exc.status)
     return flat_error_response(exc)
 
 

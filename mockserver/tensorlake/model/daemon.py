@@ -8,6 +8,7 @@ is complete at its ``\\n``, and what is left when the process ends is flushed as
 
 from __future__ import annotations
 
+import collections
 import json
 from collections import defaultdict
 from collections.abc import Callable
@@ -19,10 +20,24 @@ from mockserver.core.errors import ApiError
 
 from .records import ms
 
-__all__ = ["LOG_LIMIT", "STREAMS", "VERSION", "CommandSpec", "Daemon", "ProcessRecord", "PtySession", "PtySpec"]
+__all__ = [
+    "LOG_LIMIT",
+    "OUTPUT_LINE_LIMIT",
+    "STREAMS",
+    "VERSION",
+    "CommandSpec",
+    "Daemon",
+    "ProcessRecord",
+    "PtySession",
+    "PtySpec",
+]
 
 STREAMS = ("stdout", "stderr")
 LOG_LIMIT = 10_000
+#: Output lines a process record keeps (the newest; ``dropped`` counts the older ones it let go).
+OUTPUT_LINE_LIMIT = 50_000
+#: A partial line longer than this is cut into a line of its own (a flood without newlines stays bounded).
+LINE_BYTES_LIMIT = 64 * 1024
 FIRST_PID = 100
 VERSION = "sandproof-mock"
 
@@ -81,6 +96,15 @@ class ProcessRecord:
     stdin_writable: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
     partial: dict[str, bytes] = field(default_factory=lambda: {s: b"" for s in STREAMS})
+    dropped: int = 0
+
+    def keep(self, event: dict[str, Any]) -> None:
+        """Add an output event, letting the oldest go past :data:`OUTPUT_LINE_LIMIT` (in batches)."""
+        self.events.append(event)
+        excess = len(self.events) - OUTPUT_LINE_LIMIT
+        if excess >= OUTPUT_LINE_LIMIT // 10:
+            del self.events[:excess]
+            self.dropped += excess
 
     @property
     def running(self) -> bool:
@@ -138,7 +162,7 @@ class Daemon:
         self.uuid = uuid
         self.processes: dict[int, ProcessRecord] = {}
         self.next_pid = FIRST_PID
-        self.logs: list[dict[str, Any]] = []
+        self.logs: collections.deque[dict[str, Any]] = collections.deque(maxlen=LOG_LIMIT)
         self.ptys: dict[str, PtySession] = {}
 
     def find(self, ref: str) -> ProcessRecord:
@@ -171,6 +195,9 @@ class Daemon:
         """Add what a process wrote to ``stream``: one event (and log line) per complete line."""
         buffered = proc.partial[stream] + data
         *complete, rest = buffered.split(b"\n")
+        while len(rest) > LINE_BYTES_LIMIT:
+            complete.append(rest[:LINE_BYTES_LIMIT])
+            rest = rest[LINE_BYTES_LIMIT:]
         proc.partial[stream] = rest
         for raw in complete:
             self._line(proc, stream, raw, now)
@@ -205,7 +232,7 @@ class Daemon:
 
     def _line(self, proc: ProcessRecord, stream: str, raw: bytes, now: float) -> None:
         line = raw.decode("utf-8", "replace")
-        proc.events.append({"line": line, "timestamp": ms(now), "stream": stream})
+        proc.keep({"line": line, "timestamp": ms(now), "stream": stream})
         level = 3 if stream == "stdout" else 5
         signal: dict[str, Any] = {
             "timestamp": ms(now),
@@ -221,7 +248,6 @@ class Daemon:
             "level": level,
         }
         self.logs.append({"level": level, "processId": str(proc.pid), "body": line, "signal": signal, "pid": proc.pid})
-        del self.logs[:-LOG_LIMIT]
 
     def log_processes(self) -> list[dict[str, Any]]:
         """Return one summary per process that wrote log lines, with counts and first/last times."""

@@ -20,9 +20,13 @@ sandbox with ``auto_resume`` is then woken, and the request waits (on the virtua
 the resume: the rule returns that wait as a :class:`~.waits.Settle`. A sandbox that is not running answers
 503 ``SANDBOX_NOT_READY`` (pending, suspended) or 502 ``SANDBOX_UNREACHABLE`` (ended).
 
-Forwarding (:meth:`IngressRules.forwarded`): the platform session cookies are removed (other cookies stay), and so
-is an ``Authorization: Bearer <key>`` header whose key is a project key the mock accepts, so sandbox code
-never sees a tenant's credentials. The path and the query string pass unchanged.
+Forwarding (:meth:`IngressRules.forwarded`), the same for an HTTP request and a WebSocket handshake: the platform
+session cookies are removed, other cookies stay (the networking docs: "The sandbox proxy consumes the Tensorlake
+session cookie and removes it before forwarding the request to the sandbox"). The docs say nothing else about
+headers; by sandproof's choice an ``Authorization: Bearer <key>`` header whose key is a project key the mock
+accepts is removed too, so sandbox code never sees a tenant's API key, and every other header (including the
+SDK's ``X-Forwarded-Organization-Id`` / ``-Project-Id``, which name the tenant but grant nothing) passes as
+sent. The path and the query string pass unchanged.
 
 Known deviations from the real proxy: a bearer key is removed before forwarding whenever the mock accepts it
 as a project key (with the default "any key" setting: every bearer token), so an app behind the proxy cannot

@@ -113,6 +113,8 @@ class LifecycleApi:
             body["routing_hint"] = ROUTING_HINT
         if state == "pending":
             body["pending_reason"] = sb.pending_reason or "scheduling"
+        if state == "failed" and sb.termination_reason:  # a copy the server had no room for
+            body["reason"] = body["termination_reason"] = sb.termination_reason
         return body
 
     # -- sandboxes -------------------------------------------------------------------------------

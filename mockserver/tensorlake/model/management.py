@@ -21,7 +21,9 @@ to it; ``user``, restart policies and health checks are recorded, not enforced; 
 sandbox's root; a run's ``timeout`` is at most one day; a PTY session's refusals (404
 ``pty_session_not_found``, 401 ``invalid_pty_token``, 400 ``invalid_port``) are this mock's own codes. The
 process of ``POST /processes/run`` is killed (signal 9) when the client of its event stream goes away (the real
-daemon's behaviour is not known); a follower that goes away stops following and the process runs on.
+daemon's behaviour is not known); a follower that goes away stops following and the process runs on. A files
+path of 4096 bytes or more, or with a name over 255 bytes, is 400 ``name_too_long`` (the kernel's ENAMETOOLONG;
+the status is this mock's, as for the other filesystem errors).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ _FS_STATUS = {
     "is_a_directory": 400,
     "not_a_directory": 400,
     "invalid_path": 400,
+    "name_too_long": 400,
     "permission_denied": 403,
     "read_only": 403,
     "not_regular": 400,

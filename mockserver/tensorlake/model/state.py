@@ -18,6 +18,7 @@ project); snapshot ids have the sandbox id shape; a failed create keeps no name;
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,7 @@ from mockserver.core.errors import ApiError
 from mockserver.sandbox.filesystem import FileSystem
 
 from .records import Resize, Resources, Sandbox, Snapshot
-from .store import CreateOutcome, SandboxStore
+from .store import NO_CAPACITY, NO_CAPACITY_STATUS, CreateOutcome, SandboxStore
 from .validate import (
     CreateRequest,
     PatchRequest,
@@ -47,7 +48,11 @@ class TensorLakeModel(SandboxStore):
     # -- create ----------------------------------------------------------------------------------
 
     def create(self, owner: str, namespace: str, req: CreateRequest) -> tuple[Sandbox, CreateOutcome | None]:
-        """Create a sandbox (fresh or from a snapshot); 409 on a taken name, 404 on an unknown snapshot."""
+        """Create a sandbox (fresh or from a snapshot); 409 on a taken name, 404 on an unknown snapshot.
+
+        When the server has no room (see :meth:`admitted`) the sandbox is refused: recorded failed with
+        ``no_capacity`` (archived, never live) and returned with a failed outcome the answer reports.
+        """
         with self.lock:
             if req.name is not None:
                 taken = self.names.get((owner, namespace, req.name))
@@ -65,9 +70,12 @@ class TensorLakeModel(SandboxStore):
             )
             now = self.clock.now()
             ident = self._new_id()
-            fs: FileSystem | Callable[[], FileSystem] = (
-                self.filesystems.restore(ident, snap.fs) if snap else self.filesystems.new(ident)
-            )
+            admitted = self.admitted()
+            fs: FileSystem | Callable[[], FileSystem]
+            if not admitted:  # a refused sandbox never runs: its files are nobody's
+                fs = functools.partial(FileSystem, now=self.clock.now, hostname=ident)
+            else:
+                fs = self.filesystems.restore(ident, snap.fs) if snap else self.filesystems.new(ident)
             network = req.network if req.network_given else _network_of(base)
             exposed = req.exposed_ports if req.exposed_ports is not None else tuple(base.get("exposed_ports", ()))
             unauth = req.allow_unauthenticated_access
@@ -96,6 +104,9 @@ class TensorLakeModel(SandboxStore):
                 max_pending_secs=req.max_pending_secs,
                 ready_at=now + self.timings.startup,
             )
+            if not admitted:
+                self.refuse(sb)
+                return sb, CreateOutcome("failed", NO_CAPACITY_STATUS, NO_CAPACITY, sb.error_details)
             outcome = self.outcomes.popleft() if self.outcomes else None
             if outcome is not None and outcome.kind == "failed":
                 sb.status, sb.pending_reason = "failed", None
@@ -315,7 +326,10 @@ class TensorLakeModel(SandboxStore):
             return sb
 
     def copy(self, owner: str, namespace: str, ident: str, times: int) -> tuple[Sandbox, list[Sandbox]]:
-        """Clone a running sandbox ``times`` times (filesystem and settings; copies are unnamed)."""
+        """Clone a running sandbox ``times`` times (filesystem and settings; copies are unnamed).
+
+        A copy the server has no room for is refused as a create is: ``failed`` with ``no_capacity``, archived.
+        """
         with self.lock:
             source = self.find(owner, namespace, ident)
             if source.status != "running":
@@ -323,6 +337,11 @@ class TensorLakeModel(SandboxStore):
             copies = []
             for _ in range(times):
                 data = {**source.dump(), "id": self._new_id(), "name": None, "created_at": self.clock.now()}
+                if not self.admitted():
+                    refused = Sandbox.load(data, functools.partial(FileSystem, now=self.clock.now, hostname=data["id"]))
+                    self.refuse(refused)
+                    copies.append(refused)
+                    continue
                 clone = Sandbox.load(data, self.filesystems.restore(data["id"], data["fs"]))
                 clone.running_since = self.clock.now()
                 self.add(clone)

@@ -5,7 +5,9 @@ keys under one lock, finds sandboxes by id or name, and applies what the virtual
 (durations from :class:`Timings`, all 0 by default):
 
 * ``pending`` -> ``running`` at ``created + startup``; with ``max_pending_secs`` a sandbox still pending
-  by then becomes ``failed`` with ``termination_reason=no_capacity``.
+  by then becomes ``failed`` with ``termination_reason=no_capacity``. A create the server has no room for
+  (:class:`~mockserver.core.capacity.Capacity`: ``--max-sandboxes``, or the runtime out of fds) is refused
+  at once the same way: recorded ``failed`` with ``no_capacity`` in the archive, never live.
 * ``suspending`` -> ``suspended``, ``snapshotting`` -> ``running`` and a resume's ``pending`` -> ``running``
   when their transition time comes.
 * ``timeout_secs`` counts running time since the sandbox last started: an ephemeral sandbox is then
@@ -38,6 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mockserver.core.capacity import Capacity
 from mockserver.core.changes import ChangeLog, Key, Row
 from mockserver.core.clock import VirtualClock
 from mockserver.core.ids import IdFactory
@@ -49,9 +52,23 @@ from .daemon import Daemon
 from .records import Resources, Sandbox, Session, Snapshot
 from .validate import not_found
 
-__all__ = ["ARCHIVE_LIMIT", "LIVE", "CreateOutcome", "FileSystems", "MemoryFileSystems", "SandboxStore", "Timings"]
+__all__ = [
+    "ARCHIVE_LIMIT",
+    "LIVE",
+    "NO_CAPACITY",
+    "NO_CAPACITY_STATUS",
+    "CreateOutcome",
+    "FileSystems",
+    "MemoryFileSystems",
+    "SandboxStore",
+    "Timings",
+]
 
 ARCHIVE_LIMIT = 1000
+#: The termination reason of a sandbox the service had no capacity for.
+NO_CAPACITY = "no_capacity"
+#: The status a create refused for want of capacity answers with its failure payload (the SDK parses 422).
+NO_CAPACITY_STATUS = 422
 LIVE = frozenset({"pending", "running", "snapshotting", "suspending", "suspended"})
 
 
@@ -138,6 +155,8 @@ class SandboxStore:
         self.daemons: dict[str, Daemon] = {}
         self.on_terminate: Callable[[Sandbox], None] = lambda sandbox: None
         self.on_change: Callable[[Sandbox], None] = lambda sandbox: None
+        #: The server-wide cap on live sandboxes (unlimited unless the mock is given one).
+        self.capacity = Capacity()
 
     @property
     def timings(self) -> Timings:
@@ -148,6 +167,37 @@ class SandboxStore:
     def timings(self, timings: Timings) -> None:
         self._timings = timings
         self.changes.mark("timings", "")
+
+    # -- capacity --------------------------------------------------------------------------------
+
+    def live_count(self) -> int:
+        """Return how many sandboxes hold a place (live statuses); read without the lock (see ``core.capacity``)."""
+        return sum(1 for sb in list(self.sandboxes.values()) if sb.status in LIVE)
+
+    def use_capacity(self, capacity: Capacity) -> None:
+        """Make creates consult ``capacity`` (shared with the server's other mocks) and count toward it."""
+        capacity.register(self.live_count)
+        self.capacity = capacity
+
+    def admitted(self) -> bool:
+        """Tell whether the server has room for one more sandbox (timeouts due by now free places first)."""
+        if self.capacity.admits():
+            return True
+        self.settle_all()
+        return self.capacity.admits()
+
+    def refuse(self, sb: Sandbox) -> None:
+        """Record a create refused for want of capacity: ``failed`` with ``no_capacity``, straight to the archive."""
+        now = self.clock.now()
+        sb.status, sb.pending_reason, sb.termination_reason = "failed", None, NO_CAPACITY
+        sb.error_details = {"message": f"no capacity: {self.capacity.describe()}"}
+        sb.ready_at, sb.terminated_at, sb.archived_at = None, now, now
+        self.archive[sb.id] = sb
+        self.changes.mark("archive", sb.id)
+        while len(self.archive) > ARCHIVE_LIMIT:
+            gone, _ = self.archive.popitem(last=False)
+            self.changes.mark("archive", gone)
+        sb.rev += 1
 
     # -- bookkeeping -----------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 An HTTP request gets ``{"sandbox_id", "port", "method", "path", "query", "headers", "cookies", "body"}`` as
 JSON (repeated headers joined with ``", "``), so a test sees exactly what the proxy forwarded; a WebSocket
-gets each message echoed back.
+gets each message echoed back, except :data:`REQUEST_MESSAGE`, answered with the same JSON for its handshake.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from starlette.types import Receive, Scope, Send
 from ..model.auth import parse_cookies
 from .common import PORT_KEY, SANDBOX_KEY
 
-__all__ = ["echo_app"]
+__all__ = ["REQUEST_MESSAGE", "echo_app"]
+
+#: The WebSocket message the echo app answers with what reached it (the handshake's headers and cookies).
+REQUEST_MESSAGE = "sandproof:request"
 
 
-async def _echo_websocket(receive: Receive, send: Send) -> None:
+async def _echo_websocket(scope: Scope, receive: Receive, send: Send) -> None:
     message = await receive()
     if message["type"] != "websocket.connect":
         return
@@ -27,7 +30,9 @@ async def _echo_websocket(receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] == "websocket.disconnect":
             return
-        if message.get("text") is not None:
+        if message.get("text") == REQUEST_MESSAGE:
+            await send({"type": "websocket.send", "text": _payload(scope, b"").decode()})
+        elif message.get("text") is not None:
             await send({"type": "websocket.send", "text": message["text"]})
         else:
             await send({"type": "websocket.send", "bytes": message.get("bytes") or b""})
@@ -36,16 +41,29 @@ async def _echo_websocket(receive: Receive, send: Send) -> None:
 async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
     """Answer an HTTP request with what reached the sandbox, as JSON; echo WebSocket messages back."""
     if scope["type"] == "websocket":
-        await _echo_websocket(receive, send)
+        await _echo_websocket(scope, receive, send)
         return
-    state = scope.get("state") or {}
-    sandbox = state.get(SANDBOX_KEY)
     body = bytearray()
     while True:
         message = await receive()
         body.extend(message.get("body", b""))
         if not message.get("more_body"):
             break
+    data = _payload(scope, bytes(body))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+def _payload(scope: Scope, body: bytes) -> bytes:
+    """Return what reached the sandbox, as JSON."""
+    state = scope.get("state") or {}
+    sandbox = state.get(SANDBOX_KEY)
     headers: dict[str, str] = {}
     for key, value in scope.get("headers") or []:
         name, text = key.decode("latin-1"), value.decode("latin-1")
@@ -60,12 +78,4 @@ async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
         "cookies": parse_cookies(headers.get("cookie", "")),
         "body": body.decode("utf-8", "replace"),
     }
-    data = json.dumps(payload).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
+    return json.dumps(payload).encode()

@@ -21,12 +21,18 @@ from tests.mutants.concurrency_mocks import StaleEgressOpenSandbox, TwoStepPatch
     ids=["tensorlake", "two-step-patch", "opensandbox", "stale-egress"],
 )
 def test_check_passes_the_mock_and_fails_a_mutant(
-    factory: type[HttpMock], status: int, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    factory: type[HttpMock],
+    status: int,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("TENSORLAKE_API_KEY", "sandproof-key")  # the preflight wants the key the server asks for
     mock = factory()
     with MockServer(mock.app) as server:
         target = f"{mock.provider}:{server.url}"
         argv = ["--target", target, "-k", "linearizable", "--concurrency", "4", "--profile", "ci", "-q"]
+        argv.append("--allow-reset")  # the test started the server: reset, a held clock, error codes compared
         assert cli.main([*argv, "--report", str(tmp_path)]) == status
     out = capsys.readouterr().out
     dump = json.loads((tmp_path / f"concurrency-{mock.provider}.json").read_text())

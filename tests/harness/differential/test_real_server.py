@@ -19,7 +19,17 @@ from starlette.routing import Route
 
 from harness.differential.fake_docker import ThreadedServer
 from harness.differential.real_server import RealOpenSandboxServer, strip_execd_proxy_prefix
-from tests.opensandbox.create_cases import ACCEPTED_VOLUMES, ECHOED_PLATFORM, PLATFORM_CASES, VOLUME_CASES
+from tests.opensandbox.create_cases import (
+    ACCEPTED_VOLUMES,
+    ECHOED_PLATFORM,
+    LIFECYCLE_CASES,
+    MODE_CASES,
+    NETWORK_POLICY_CASES,
+    PLATFORM_CASES,
+    SECURE_ACCESS_CASES,
+    VOLUME_CASES,
+)
+from tests.opensandbox.diagnostics_cases import DIAGNOSED_BODY, check_diagnostics, check_refusals
 from tests.opensandbox.http_cases import (
     check_allow,
     check_cors,
@@ -331,6 +341,40 @@ def test_bad_platforms_are_refused(api: httpx.Client, case: str) -> None:
     assert (resp.status_code, resp.json()) == (status, body)
 
 
+@pytest.mark.parametrize("case", sorted(NETWORK_POLICY_CASES))
+def test_network_policies_without_an_egress_image(api: httpx.Client, case: str) -> None:
+    """Check a ``networkPolicy``'s shape (422), then refuse any policy: no egress sidecar image is configured."""
+    fields, (status, body) = NETWORK_POLICY_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, **fields})
+    assert (resp.status_code, resp.json()) == (status, body)
+
+
+@pytest.mark.parametrize("case", sorted(LIFECYCLE_CASES))
+def test_lifecycle_hooks(api: httpx.Client, case: str) -> None:
+    """Check ``lifecycle`` against the hook models (422), then refuse hooks on Docker (400)."""
+    hooks, (status, body) = LIFECYCLE_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, "lifecycle": hooks})
+    assert (resp.status_code, resp.json()) == (status, body)
+
+
+@pytest.mark.parametrize("case", sorted(SECURE_ACCESS_CASES))
+def test_secure_access_booleans(api: httpx.Client, case: str) -> None:
+    """Read ``secureAccess`` as pydantic's lax boolean (null refused), then refuse a true one on Docker (400)."""
+    value, status, kind = SECURE_ACCESS_CASES[case]
+    resp = api.post("/sandboxes", json={**CREATE_BODY, "secureAccess": value})
+    assert resp.status_code == status, resp.text
+    if kind is not None:
+        assert [(e["type"], e["loc"]) for e in resp.json()["detail"]] == [(kind, ["body", "secureAccess"])]
+
+
+@pytest.mark.parametrize("case", sorted(MODE_CASES))
+def test_template_pool_and_credential_proxy_modes(api: httpx.Client, case: str) -> None:
+    """Template mode, pool mode and ``credentialProxy``: the body model's validator in its order, then Docker's checks."""
+    body, (status, expected) = MODE_CASES[case]
+    resp = api.post("/sandboxes", json=body)
+    assert (resp.status_code, resp.json() if resp.status_code != 202 else "<created>") == (status, expected)
+
+
 def test_no_volumes_and_a_normalised_platform_are_accepted(api: httpx.Client) -> None:
     """Accept empty or null ``volumes``; echo a platform stripped and in lower case."""
     for volumes in ACCEPTED_VOLUMES:
@@ -407,6 +451,14 @@ def root(real: RealOpenSandboxServer) -> Iterator[httpx.Client]:
 def test_405s_carry_allow_and_head_is_not_served(api: httpx.Client, root: httpx.Client) -> None:
     """Answer HEAD and every other unserved method with 405 and the path's first route's method in ``Allow``."""
     check_allow(root, _create(api)["id"])
+
+
+def test_diagnostics(api: httpx.Client, root: httpx.Client) -> None:
+    """Serve inspect and summary as text, logs and events as deprecated text or (with a scope) a JSON descriptor."""
+    resp = api.post("/sandboxes", json=DIAGNOSED_BODY)
+    assert resp.status_code == 202, resp.text
+    check_diagnostics(root, resp.json()["id"])
+    check_refusals(root)
 
 
 def test_cors(api: httpx.Client, root: httpx.Client, anon: httpx.Client) -> None:

@@ -10,12 +10,13 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from harness.differential.campaign import KEY, mock_for_differential, run_campaign
 from harness.differential.deviations import (
     KNOWN_DEVIATIONS,
     Deviation,
@@ -37,16 +38,15 @@ from harness.differential.runner import (
     create,
     create_body,
     difference_values,
-    programs,
 )
+from harness.differential.strategies import HUGE_CREATE
 from mockserver.asgi.server import MockServer
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
 
 pytestmark = pytest.mark.timeout(180)
 
-KEY = "sandproof-differential-key"
-GENERATED = {"dev": 10, "ci": 25, "thorough": 200}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 25)
+CAMPAIGN_STEPS = {"dev": 50, "ci": 120, "thorough": 1000}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 120)
 
 
 def _mock() -> OpenSandboxMock:
@@ -64,8 +64,8 @@ def real() -> Iterator[RealOpenSandboxServer]:
 
 @pytest.fixture(scope="module")
 def mock_url() -> Iterator[str]:
-    """Serve one mock for the module."""
-    with _mock().server() as server:
+    """Serve one mock for the module, configured as the real server (no egress sidecar image)."""
+    with mock_for_differential().server() as server:
         yield server.url
 
 
@@ -92,19 +92,32 @@ def test_canonical_program(runner: DifferentialRunner, program: Program) -> None
     assert result.ok, "unlisted divergences:\n" + result.report()
 
 
-@settings(
-    max_examples=GENERATED,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(program=programs())
-def test_generated_programs(runner: DifferentialRunner, program: Program) -> None:
-    """Run generated programs (3-8 steps); every divergence must be a listed deviation."""
-    result = runner.run(program)
-    assert result.ok, "unlisted divergences:\n" + result.report()
+def test_small_campaign(runner: DifferentialRunner) -> None:
+    """Run the seeded randomized differential on a small step budget: no divergence a deviation does not explain.
+
+    ``make differential`` runs the same campaign on a large budget.
+    """
+    result = run_campaign(runner, steps=CAMPAIGN_STEPS)
+    assert result.steps >= CAMPAIGN_STEPS
+    assert result.ok, f"{len(result.divergent)} unexplained divergent steps:\n" + result.report()
+    drawn = set(result.by_operation)
+    assert {"create", "get", "list"} <= drawn and len(drawn) >= 6, result.summary()  # the draw reaches every kind
+
+
+def test_campaign_counts_a_wrong_mock(real: RealOpenSandboxServer) -> None:
+    """A mock whose create answers 200 diverges on every created sandbox; the summary counts it per operation."""
+    mock = mock_for_differential()
+    wrong = _rewrite(mock.app, "POST", "/v1/sandboxes", lambda s, b: (200 if s == 202 else s, b))
+    with (
+        MockServer(wrong) as server,
+        DifferentialRunner(Side("real", real.url, KEY), Side("wrong", server.url, KEY)) as diff_runner,
+    ):
+        result = run_campaign(diff_runner, steps=12)
+    assert not result.ok
+    assert result.by_operation["create"]["divergent"] >= result.programs  # every program starts with a create
+    assert {c.step.operation for c in result.divergent} == {"create"}
+    assert "status: real 202 != candidate 200" in result.report()
+    assert f"{len(result.divergent)} divergent" in result.summary()
 
 
 # -- findings ----------------------------------------------------------------------------------------
@@ -416,3 +429,18 @@ def test_relative_times_and_deviation_matching() -> None:
     assert not f10.covers("endpoint:invalid-port", "status", "400 -> 200")
     assert not f10.covers("get:valid", "status", "400 -> 404")
     assert "| `endpoint:direct*` | `body.endpoint` |" in deviations_markdown()
+
+
+def test_findings_page_lists_every_deviation() -> None:
+    """docs/differential-findings.md carries the deviation table exactly as the runner uses it."""
+    page = Path(__file__).resolve().parents[3] / "docs" / "differential-findings.md"
+    assert deviations_markdown() in page.read_text(encoding="utf-8")
+
+
+def test_huge_create_body_is_the_listed_choice(runner: DifferentialRunner) -> None:
+    """A create body over 1 MiB: the real server creates the sandbox, the mock answers 413, as listed."""
+    result = runner.run(Program("huge-body", (HUGE_CREATE, Step("list"))))
+    assert result.ok, result.report()
+    [difference] = result.comparisons[0].differences
+    assert (difference.path, difference.real, difference.candidate) == ("status", 202, 413)
+    assert difference.deviation is not None and difference.deviation.operation == "create:huge-body"

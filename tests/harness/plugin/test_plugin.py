@@ -101,10 +101,52 @@ def test_url_target_without_admin_skips_fault_contracts(pytester: pytest.Pyteste
 
 
 async def _no_admin(scope: dict[str, object], receive: object, send: object) -> None:
-    """Answer 404 to everything."""
+    """Answer an empty sandbox list (the preflight's request) and 404 to everything else."""
     assert callable(send)
-    await send({"type": "http.response.start", "status": 404, "headers": []})
-    await send({"type": "http.response.body", "body": b""})
+    found = scope.get("path") == "/v1/sandboxes"
+    await send({"type": "http.response.start", "status": 200 if found else 404, "headers": []})
+    await send({"type": "http.response.body", "body": b'{"items": []}' if found else b""})
+
+
+def test_a_served_mock_the_run_did_not_start_is_only_read(pytester: pytest.Pytester) -> None:
+    """Without --sandproof-allow-reset the fault contract skips, and the admin client refuses a reset."""
+    from mockserver.opensandbox import OpenSandboxMock
+
+    pytester.makepyfile(
+        CONTRACTS
+        + """
+@pytest.mark.contract("opensandbox", "journal")
+def test_osb_reads(sandproof_target):
+    from harness.targets import TargetError
+
+    client = sandproof_target.admin_client("opensandbox")
+    assert client.now() > 0 and client.faults() == []
+    with pytest.raises(TargetError, match="refusing to reset"):
+        client.reset()
+    client.close()
+"""
+    )
+    with OpenSandboxMock(api_key="k").server() as server:
+        args = (f"--sandproof-target=opensandbox:{server.url}", "-k", "osb_admin or osb_reads")
+        skips = _skips(pytester, *args)
+        assert list(skips) == ["test_osb_admin"] and "--sandproof-allow-reset" in skips["test_osb_admin"]
+        assert _skips(pytester, *args, "--sandproof-allow-reset") == {}
+
+
+def test_a_url_the_preflight_refuses_ends_the_run_with_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mockserver.opensandbox import OpenSandboxMock
+
+    monkeypatch.delenv("OPEN_SANDBOX_API_KEY", raising=False)
+    pytester.makepyfile(CONTRACTS)
+    with OpenSandboxMock(api_key="k").server() as server:
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--sandproof-target=opensandbox:{server.url}")
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(
+        ["*sandproof: target * wants an API key (401 MISSING_API_KEY): set OPEN_SANDBOX_API_KEY*"]
+    )
+    assert "passed" not in result.stdout.str().splitlines()[-1]
 
 
 def test_cloud_target_without_key_skips_with_the_reason(

@@ -6,6 +6,7 @@ import pytest
 
 from contracts.opensandbox_adapter import reference_engine
 from harness.policy.opensandbox import CHECKS, CONTRACTS, run_checks
+from harness.policy.opensandbox.boundaries import BOUNDARIES
 from harness.strength import ENFORCED
 from tests.mutants.opensandbox_engines import MUTANTS, Mutant
 
@@ -60,3 +61,29 @@ def test_stop_on_failure_stops_at_first_failing_check() -> None:
     assert len(results) == 1
     assert results[0].name == "validate_spec"
     assert not results[0].passed
+
+
+NEIGHBOURS = [m for m in MUTANTS if m.neighbour]
+
+
+def test_every_documented_neighbour_has_a_wrong_engine() -> None:
+    named = " | ".join(m.neighbour for m in NEIGHBOURS)
+    for neighbour in ("apex", "one label deeper", "many labels deeper", "same suffix without the dot",
+                      "letter case", "trailing dot", "Unicode spelling", "one below the first address",
+                      "port suffix"):  # fmt: skip
+        assert neighbour in named, f"no wrong engine gets the {neighbour!r} neighbour wrong"
+
+
+@pytest.mark.parametrize("mutant", NEIGHBOURS, ids=_name)
+def test_the_boundary_checks_kill_each_neighbour_mutant_deterministically(mutant: Mutant) -> None:
+    """The enumerated neighbours catch every wrong engine on every run, whatever the seed: a spec mutant fails a
+    default run, a choice mutant differs (and fails a strict run); the failure names the neighbour."""
+    for at_seed in (0, 1):
+        for strict in (False, True):
+            results = run_checks(mutant, checks=BOUNDARIES, at_seed=at_seed, strict=strict)
+            failing = [r for r in results if r.fails_run(strict)]
+            if mutant.choice and not strict:
+                assert failing == [] and any(not r.passed for r in results)
+                continue
+            assert failing, f"the boundary checks miss {type(mutant).__name__}"
+            assert any(mutant.neighbour in str(r.counterexample) for r in failing)

@@ -40,3 +40,10 @@ def test_each_mutant_fails_the_check_aimed_at_it_with_either_engine(mutant: Muta
 def test_an_engine_that_lets_everything_out_fails_the_limits() -> None:
     failed = {r.name for r in run_checks(allow_everything) if not r.passed}
     assert {"model_only_limits_egress", "model_and_tools_limits_egress"} <= failed
+
+
+@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.neighbour], ids=_name)
+def test_the_boundary_check_kills_each_neighbour_mutant_with_either_engine(mutant: Mutant) -> None:
+    for engine in ENGINES:
+        [result] = run_checks(engine, restrict=mutant, only=["boundary_hosts"])
+        assert not result.passed and mutant.neighbour in str(result.message), result

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import settings
 
 from contracts.tensorlake_adapter import reference_engine
-from harness.policy.tensorlake.checks import CHECKS, CONTRACTS, EXAMPLE_CHECKS, PROPERTY_CHECKS, run_checks
+from harness.policy.tensorlake.checks import (
+    BOUNDARIES,
+    CHECKS,
+    CONTRACTS,
+    EXAMPLE_CHECKS,
+    PROPERTY_CHECKS,
+    run_checks,
+)
 from harness.strength import ENFORCED
 from tests.mutants.tensorlake_engines import MUTANTS, Mutant, WildcardMatchesApex
 
@@ -55,11 +62,38 @@ def test_mutant_fails_a_fixed_example(mutant: Mutant) -> None:
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=_name)
 def test_mutant_fails_the_property_aimed_at_it(mutant: Mutant) -> None:
-    assert mutant.caught_by in PROPERTY_CHECKS
+    assert mutant.caught_by in PROPERTY_CHECKS or mutant.caught_by in BOUNDARIES
     [result] = run_checks(mutant, max_examples=EXAMPLES, only=[mutant.caught_by], shrink=False)
     assert not result.passed, f"{mutant.caught_by} does not catch: {mutant.defect}"
     assert result.counterexample is not None
     assert result.message
+
+
+NEIGHBOURS = [m for m in MUTANTS if m.neighbour]
+
+
+def test_every_documented_neighbour_has_a_wrong_engine() -> None:
+    named = " | ".join(m.neighbour for m in NEIGHBOURS)
+    for neighbour in ("apex", "one label deeper", "many labels deeper", "same suffix without the dot",
+                      "letter case", "trailing dot", "punycode", "first address", "last address",
+                      "one below the first address", "one above the last address"):  # fmt: skip
+        assert neighbour in named, f"no wrong engine gets the {neighbour!r} neighbour wrong"
+    assert any(m.caught_by == "boundary_port" for m in NEIGHBOURS), "no wrong engine gets the port suffix wrong"
+
+
+@pytest.mark.parametrize("mutant", NEIGHBOURS, ids=_name)
+def test_the_boundary_checks_kill_each_neighbour_mutant_deterministically(mutant: Mutant) -> None:
+    """The enumerated neighbours catch every wrong engine on every run (no draw involved): under the default mode
+    a spec mutant fails the run, a choice mutant differs (and fails a strict run), naming its neighbour."""
+    for strict in (False, True):
+        results = run_checks(mutant, only=BOUNDARIES, strict=strict)
+        failing = [r for r in results if r.fails_run(strict)]
+        if mutant.choice and not strict:
+            assert failing == [] and any(not r.passed for r in results)
+            continue
+        assert failing, f"the boundary checks miss {mutant.defect}"
+        assert any(mutant.neighbour in str(r.message) for r in failing), [r.message for r in failing]
+    assert run_checks(mutant, only=BOUNDARIES) == run_checks(mutant, only=BOUNDARIES, derandomize=False)
 
 
 @pytest.mark.catalogue

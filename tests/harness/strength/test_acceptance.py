@@ -89,10 +89,12 @@ def _served_contract(tmp_path: Path, url: str, *extra: str) -> tuple[subprocess.
     """Run the TensorLake ports-ingress contract through the plugin against ``url`` with a fixed seed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYPOTHESIS")}
     env["PYTHONPATH"] = str(ROOT)
+    env["TENSORLAKE_API_KEY"] = "sandproof-key"  # the preflight stops a run without the key the server wants
     report = tmp_path / "report"
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
     args += ["harness/contracts/test_tensorlake_api.py", "-k", "ports-ingress", f"--sandproof-target=tensorlake:{url}"]
     args += ["--hypothesis-seed=4", "--hypothesis-profile=ci", f"--sandproof-report={report}", *extra]
+    args.append("--sandproof-allow-reset")  # the test started the server: exact comparisons with the admin API
     done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     return done, json.loads((report / "results.json").read_text(encoding="utf-8"))
 

@@ -228,8 +228,12 @@ def test_mock_target_on_a_shared_stack_leaves_the_stack_running() -> None:
 def test_url_target_probes_the_admin_api() -> None:
     with FakeOpenSandbox().server() as with_admin:
         target = parse_target(f"opensandbox:{with_admin.url}", {})
+        reason = target.skip_reason("opensandbox", ("api", "admin"))
+        assert reason is not None and "was not started by this run" in reason and "--allow-reset" in reason
+        assert target.admin_available("opensandbox") and not target.admin_writable("opensandbox")
+        target.configure(allow_reset=True)
         assert target.skip_reason("opensandbox", ("api", "admin")) is None
-        assert target.admin_available("opensandbox")
+        assert target.admin_writable("opensandbox")
     plain = MockServer(_plain_app)
     with plain:
         target = parse_target(f"opensandbox:{plain.url}", {})

@@ -13,7 +13,16 @@ from mockserver.opensandbox import OpenSandboxMock
 from ..create_cases import BODY
 
 KEY = {"OPEN-SANDBOX-API-KEY": "k"}
-NEW_FAULTS = {"fail_next_transition", "command_running_for_polls", "recover", "oom_on_next_exec", "oom_kill"}
+NEW_FAULTS = {
+    "fail_next_transition",
+    "stall_next_transition",
+    "command_running_for_polls",
+    "recover",
+    "oom_on_next_exec",
+    "oom_kill",
+    "renew_fails",
+    "empty_endpoint",
+}
 
 
 @pytest.fixture(params=["docker", "kubernetes"])
@@ -78,6 +87,9 @@ def test_a_rule_fault_returns_its_rule_and_fires(served: tuple[OpenSandboxMock, 
         ("oom_on_next_exec", {"sandbox_id": "SB", "wording": "docker-2.0"}, 400, "invalid_wording"),
         ("oom_on_next_exec", {"sandbox_id": "nope"}, 404, "sandbox_not_found"),
         ("fail_next_transition", {"sandbox_id": "SB", "operation": "delete"}, 400, "invalid_operation"),
+        ("stall_next_transition", {"sandbox_id": "SB", "operation": "delete"}, 400, "invalid_operation"),
+        ("stall_next_transition", {"sandbox_id": "SB", "seconds": -1}, 400, "invalid_seconds"),
+        ("stall_next_transition", {"sandbox_id": "nope"}, 404, "sandbox_not_found"),
         ("command_running_for_polls", {"polls": 0}, 400, "invalid_polls"),
         ("recover", {"sandbox_id": "SB"}, 409, "sandbox_not_failed"),
         ("conflict", {"operation": "explode"}, 400, "invalid_fault_params"),
@@ -107,6 +119,22 @@ def test_the_next_pause_ends_in_failed(served: tuple[OpenSandboxMock, httpx.Clie
     assert client.post(f"/v1/sandboxes/{sid}/pause").status_code == 202  # armed once only
     mock.clock.advance(5)
     assert client.get(f"/v1/sandboxes/{sid}").json()["status"]["state"] == "Paused"
+
+
+def test_the_next_pause_stalls_then_settles_or_stays(served: tuple[OpenSandboxMock, httpx.Client]) -> None:
+    mock, client = served
+    sid, forever = _sandbox(client), _sandbox(client)
+    assert _arm(client, "stall_next_transition", sandbox_id=sid, seconds=30).status_code == 201
+    assert _arm(client, "stall_next_transition", sandbox_id=forever).status_code == 201
+    for one in (sid, forever):
+        assert client.post(f"/v1/sandboxes/{one}/pause").status_code == 202
+    mock.clock.advance(29)
+    assert {client.get(f"/v1/sandboxes/{one}").json()["status"]["state"] for one in (sid, forever)} == {"Pausing"}
+    mock.clock.advance(2)
+    assert client.get(f"/v1/sandboxes/{sid}").json()["status"]["state"] == "Paused"
+    mock.clock.advance(500)  # within the sandbox's 600 s timeout
+    assert client.get(f"/v1/sandboxes/{forever}").json()["status"]["state"] == "Pausing"
+    assert client.delete(f"/v1/sandboxes/{forever}").status_code == 204
 
 
 def test_the_next_resume_ends_in_failed_with_the_given_status(served: tuple[OpenSandboxMock, httpx.Client]) -> None:

@@ -1,4 +1,4 @@
-"""Create-body ``volumes`` and ``platform`` checks against what the real 1.1.1 server answered."""
+"""Create-body ``volumes``, ``platform``, ``networkPolicy``, ``lifecycle`` and ``secureAccess`` checks against what the real 1.1.1 server answered."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from ..create_cases import (
     ACCEPTED_VOLUMES,
     BODY,
     ECHOED_PLATFORM,
+    LIFECYCLE_CASES,
+    MODE_CASES,
+    NETWORK_POLICY_CASES,
+    NO_EGRESS_IMAGE,
     PLATFORM_CASES,
+    SECURE_ACCESS_CASES,
     VOLUME_CASES,
     Answer,
     volume,
@@ -87,3 +92,38 @@ def test_the_platform_is_echoed_stripped_and_lower_case() -> None:
     sb, created = lifecycle.create_sandbox(state, "default", {**BODY, "platform": sent})
     assert created["platform"] == echoed
     assert lifecycle.get_sandbox(state, "default", sb.id)["platform"] == echoed
+
+
+@pytest.mark.parametrize("case", sorted(NETWORK_POLICY_CASES))
+def test_network_policies_without_an_egress_image_as_the_real_server(case: str) -> None:
+    fields, expected = NETWORK_POLICY_CASES[case]
+    assert answer({**BODY, **fields}, ServerConfig(egress_image=False)) == expected
+
+
+def test_an_egress_image_lets_a_policy_through() -> None:
+    """With a sidecar image (the mock's default), a policy the engine accepts creates the sandbox."""
+    policy = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "pypi.org"}]}
+    assert answer({**BODY, "networkPolicy": policy}, ServerConfig())[0] == 202
+    assert answer({**BODY, "networkPolicy": policy}, ServerConfig(egress_image=False)) == NO_EGRESS_IMAGE
+
+
+@pytest.mark.parametrize("case", sorted(LIFECYCLE_CASES))
+def test_lifecycle_hooks_are_checked_as_the_real_server_checks_them(case: str) -> None:
+    hooks, expected = LIFECYCLE_CASES[case]
+    assert answer({**BODY, "lifecycle": hooks}) == expected
+
+
+@pytest.mark.parametrize("case", sorted(SECURE_ACCESS_CASES))
+def test_secure_access_reads_booleans_as_the_real_server(case: str) -> None:
+    value, status, kind = SECURE_ACCESS_CASES[case]
+    got, body = answer({**BODY, "secureAccess": value})
+    assert got == status
+    if kind is not None:
+        assert [(e["type"], e["loc"]) for e in body["detail"]] == [(kind, ["body", "secureAccess"])]
+
+
+@pytest.mark.parametrize("case", sorted(MODE_CASES))
+def test_template_pool_and_credential_proxy_modes_as_the_real_server(case: str) -> None:
+    body, (status, expected) = MODE_CASES[case]
+    got, answered = answer(body, ServerConfig(egress_image=False))  # the real server's configuration
+    assert (got, answered if got != 202 else "<created>") == (status, expected)

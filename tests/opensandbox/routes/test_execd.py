@@ -5,10 +5,15 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
+from code_interpreter import CodeInterpreter, SupportedLanguage
+from opensandbox import Sandbox
+from opensandbox.exceptions import SandboxApiException
 
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
 
+from ..conftest import run
 from ..create_cases import BODY
 
 DROPPED = 50
@@ -62,3 +67,33 @@ def test_one_advance_that_crosses_a_sleep_releases_it_at_once() -> None:
         assert client.post("/_mock/clock/advance", json={"seconds": 60}).status_code == 200
         _wait(lambda: not record.running, timeout=2.0)
         assert record.exit_code == 0
+
+
+def test_the_emulator_refuses_the_code_interpreter_naming_the_linux_runtime() -> None:
+    """Every code route answers 501 ``NOT_SUPPORTED`` (not a bare 404); the code-interpreter SDK reports it."""
+    mock = OpenSandboxMock()
+    with mock.server() as srv, httpx.Client(base_url=srv.url, timeout=10) as client:
+        sid = client.post("/v1/sandboxes", json=BODY).json()["id"]
+        calls = [
+            ("POST", "/code/context", {"language": "python"}),
+            ("POST", "/code", {"code": "1"}),
+            ("DELETE", "/code?id=x", None),
+            ("GET", "/code/contexts", None),
+            ("DELETE", "/code/contexts?language=python", None),
+            ("GET", "/code/contexts/x", None),
+            ("DELETE", "/code/contexts/x", None),
+        ]
+        for method, path, body in calls:
+            resp = client.request(method, f"/direct/{sid}/44772{path}", json=body)
+            assert resp.status_code == 501, (method, path)
+            assert resp.json()["code"] == "NOT_SUPPORTED" and "--runtime linux" in resp.json()["message"]
+
+        async def flow() -> None:
+            sb = await Sandbox.connect(sid, connection_config=mock.connection_config(srv.url))
+            interpreter = await CodeInterpreter.create(sb, skip_health_check=True)
+            with pytest.raises(SandboxApiException) as refused:
+                await interpreter.codes.create_context(SupportedLanguage.PYTHON)
+            assert refused.value.status_code == 501 and "--runtime linux" in str(refused.value)
+            await sb.close()
+
+        run(flow())

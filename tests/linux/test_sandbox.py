@@ -121,7 +121,7 @@ def test_pty_echoes_typed_input_and_resizes(sandbox: LinuxSandbox) -> None:
     term = sandbox.pty(["/bin/bash", "--norc", "--noprofile", "-i"], rows=30, cols=101)
     term.write_stdin(b"echo typed-$((6*7)); stty size; tty\n")
     deadline = time.monotonic() + 10
-    while b"typed-42" not in term.output() and time.monotonic() < deadline:
+    while b"/dev/pts/" not in term.output() and time.monotonic() < deadline:  # `tty` ran, so `stty size` did
         term.wait(0.05)
     term.resize(40, 120)
     term.write_stdin(b"stty size\n")

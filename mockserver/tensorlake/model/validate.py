@@ -138,10 +138,15 @@ def int_query(query: Mapping[str, Sequence[str]], key: str, *, minimum: int = 0)
     return value
 
 
+#: White space as the served document's ``pattern: "\\S"`` means it: ECMA-262's, which JSON Schema patterns use
+#: (Python's ``str.isspace`` also counts the separators U+001C to U+001F and U+0085, which ECMA-262 does not).
+_ECMA_BLANK = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]*")
+
+
 def _str(value: Any, key: str) -> str:
     if not isinstance(value, str):
         raise bad("invalid_type", f"{key} must be a string, got {type(value).__name__}")
-    if not value.strip():
+    if _ECMA_BLANK.fullmatch(value):
         raise bad("invalid_value", f"{key} must not be empty")
     return value
 

@@ -74,3 +74,16 @@ def test_int_query_minimum_and_absence() -> None:
     assert int_query({}, "times", minimum=1) is None
     with pytest.raises(ApiError):
         int_query({"times": ["0"]}, "times", minimum=1)
+
+
+def test_blank_means_what_the_served_document_s_pattern_means() -> None:
+    """``pattern: "\\S"`` is an ECMA-262 pattern: U+001F is not white space there, U+00A0 is."""
+    import re as _re
+
+    from mockserver.tensorlake.model.validate import _str
+
+    assert _str("\x1f", "snapshot_id") == "\x1f"
+    for blank in ("", " ", "\t\u00a0\u3000"):
+        with pytest.raises(ApiError):
+            _str(blank, "snapshot_id")
+    assert _re.search(r"\S", "\x1f") is None  # Python's own \S disagrees, which is why the rule spells the set out

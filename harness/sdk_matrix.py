@@ -411,8 +411,8 @@ def run_plan(plan: Plan, repo_root: Path = REPO_ROOT) -> MatrixResult:
 
 def compare_recordings(results: Sequence[MatrixResult]) -> list[str]:
     """Return, per provider, each SDK version's wire changes against the provider's first recorded version."""
-    from harness.recording.cassette import CassetteError, read_cassette
     from harness.recording.wire_diff import diff_cassettes, render_changes
+    from mockserver.core.cassette import CassetteError, read_cassette
 
     lines: list[str] = []
     baselines: dict[str, MatrixResult] = {}

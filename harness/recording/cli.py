@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from harness.recording.cassette import CassetteError, read_cassette
 from harness.recording.normalise import IgnoreRule
 from harness.recording.proxy import is_loopback_url, recording
 from harness.recording.replay import Replayer, serve_target
+from mockserver.core.cassette import CassetteError, read_cassette
 from mockserver.core.environment import DEFAULT_API_KEY, PROVIDERS
 
 __all__ = ["record_main", "record_parser", "replay_main", "replay_parser"]

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import httpx
 from starlette.types import Message, Receive, Scope, Send
 
-from harness.recording.cassette import BODY_LIMIT, CassetteHeader, CassetteWriter, Exchange
 from mockserver.asgi.server import MockServer
+from mockserver.core.cassette import BODY_LIMIT, CassetteHeader, CassetteWriter, Exchange
 
 __all__ = ["HOP_BY_HOP", "RecordingProxy", "is_loopback_url", "recording"]
 

@@ -33,9 +33,9 @@ from harness.differential.compare import Difference, diff, difference_values
 from harness.differential.deviations import KNOWN_DEVIATIONS, OPEN_FINDINGS, Deviation, covering
 from harness.differential.programs import Step
 from harness.differential.session import Observed, Session, Side, event_stream, reply_body
-from harness.recording.cassette import Cassette, Exchange, Message
 from harness.recording.normalise import IgnoreRule, volatile_placeholders
 from harness.recording.rewrite import IdMap, Operation, classify, replay_headers, shift_times
+from mockserver.core.cassette import Cassette, Exchange, Message
 from mockserver.core.environment import DEFAULT_API_KEY
 
 __all__ = ["ExchangeResult", "ReplayReport", "Replayer", "epoch_placeholders", "serve_target"]

@@ -22,8 +22,8 @@ import httpx
 
 from harness.differential.programs import compact
 from harness.differential.session import ABSENT, Session, Side, event_stream
-from harness.recording.cassette import Cassette, Exchange
 from harness.recording.normalise import volatile_placeholders
+from mockserver.core.cassette import Cassette, Exchange
 
 __all__ = ["VOLATILE_HEADERS", "WireChange", "diff_cassettes", "flatten", "render_changes"]
 

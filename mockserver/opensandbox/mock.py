@@ -51,7 +51,7 @@ from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
 from .routes import admin
 from .routes.diagnostics import diagnostics_routes
-from .routes.echo import echo_app
+from .routes.echo import sandbox_echo
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
@@ -71,7 +71,7 @@ RuntimeName = Literal["emulator", "linux"]
 
 def _echo_port(sb: SandboxRecord, port: int) -> ASGIApp:
     """Return the emulator's app for a sandbox's own port: the echo app."""
-    return echo_app
+    return sandbox_echo
 
 
 class OpenSandboxMock(HttpMock):

@@ -53,7 +53,7 @@ from .model.state import TensorLakeModel
 from .model.store import Timings
 from .routes.admin import AdminContext, admin_routes, new_session_token
 from .routes.common import CollapseSlashes
-from .routes.echo import echo_app
+from .routes.echo import sandbox_echo
 from .routes.ingress import Ingress, IngressContext
 from .routes.lifecycle import LifecycleContext, LifecycleRoutes
 
@@ -300,7 +300,7 @@ class TensorLakeMock(HttpMock):
         record = self.model.sandboxes.get(sandbox_id)
         if self.linux is not None and record is not None:
             return self.linux.port_app(record, port)
-        return echo_app
+        return sandbox_echo
 
     def fail_next_create(
         self, reason: str = "ConfigurationError", *, status: int = 422, error_details: Any = None

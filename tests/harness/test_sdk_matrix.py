@@ -238,7 +238,7 @@ def test_a_failing_record_step_is_noted_not_fatal(tmp_path: Path) -> None:
 
 
 def test_recordings_are_diffed_against_the_first_version_of_each_provider(tmp_path: Path) -> None:
-    from harness.recording.cassette import Cassette, CassetteHeader, Exchange
+    from mockserver.core.cassette import Cassette, CassetteHeader, Exchange
 
     header = CassetteHeader("opensandbox", "http://127.0.0.1:1", "http://127.0.0.1:2", True, "t")
 

@@ -126,28 +126,29 @@ function ruleAction(rule) {
   return rule.action;
 }
 
+// One fault rule's row: id, name, match, action, times fired, then the cells the table adds.
+function ruleRow(rule, ...cells) {
+  return el("tr", { dataset: { id: rule.id } },
+    el("td", {}, rule.id),
+    el("td", {}, rule.name),
+    el("td", {}, ruleMatch(rule)),
+    el("td", {}, ruleAction(rule)),
+    el("td", {}, rule.fired),
+    ...cells);
+}
+
 async function refreshFaults() {
   const rules = await call("GET", "/faults?all=1");
   const active = rules.filter((rule) => !rule.ended);
   const ended = rules.filter((rule) => rule.ended).reverse();
   const rows = active.map((rule) =>
-    el("tr", { dataset: { id: rule.id } },
-      el("td", {}, rule.id),
-      el("td", {}, rule.name),
-      el("td", {}, ruleMatch(rule)),
-      el("td", {}, ruleAction(rule)),
-      el("td", {}, rule.fired),
+    ruleRow(rule,
       el("td", {}, rule.times === null ? "forever" : rule.times - rule.fired),
       el("td", {}, el("button", { type: "button", class: "small remove", onclick: () => removeFault(rule.id) }, "remove"))));
   replaceRows($("faults").tBodies[0], rows);
   $("faults-empty").hidden = rows.length > 0;
   replaceRows($("faults-ended").tBodies[0], ended.map((rule) =>
-    el("tr", { dataset: { id: rule.id } },
-      el("td", {}, rule.id),
-      el("td", {}, rule.name),
-      el("td", {}, ruleMatch(rule)),
-      el("td", {}, ruleAction(rule)),
-      el("td", {}, rule.fired),
+    ruleRow(rule,
       el("td", {}, rule.last_fired_at === null ? "never" : when(rule.last_fired_at)),
       el("td", {}, rule.ended))));
   $("faults-ended-count").textContent = ended.length ? `(${ended.length})` : "";

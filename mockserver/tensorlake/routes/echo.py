@@ -7,68 +7,24 @@ gets each message echoed back, except :data:`REQUEST_MESSAGE`, answered with the
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from starlette.types import Receive, Scope, Send
+from starlette.types import Scope
+
+from mockserver.asgi.echo import REQUEST_MESSAGE, echo_app, joined_headers
 
 from ..model.auth import parse_cookies
 from .common import PORT_KEY, SANDBOX_KEY
 
-__all__ = ["REQUEST_MESSAGE", "echo_app"]
-
-#: The WebSocket message the echo app answers with what reached it (the handshake's headers and cookies).
-REQUEST_MESSAGE = "sandproof:request"
+__all__ = ["REQUEST_MESSAGE", "describe", "sandbox_echo"]
 
 
-async def _echo_websocket(scope: Scope, receive: Receive, send: Send) -> None:
-    message = await receive()
-    if message["type"] != "websocket.connect":
-        return
-    await send({"type": "websocket.accept"})
-    while True:
-        message = await receive()
-        if message["type"] == "websocket.disconnect":
-            return
-        if message.get("text") == REQUEST_MESSAGE:
-            await send({"type": "websocket.send", "text": _payload(scope, b"").decode()})
-        elif message.get("text") is not None:
-            await send({"type": "websocket.send", "text": message["text"]})
-        else:
-            await send({"type": "websocket.send", "bytes": message.get("bytes") or b""})
-
-
-async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
-    """Answer an HTTP request with what reached the sandbox, as JSON; echo WebSocket messages back."""
-    if scope["type"] == "websocket":
-        await _echo_websocket(scope, receive, send)
-        return
-    body = bytearray()
-    while True:
-        message = await receive()
-        body.extend(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    data = _payload(scope, bytes(body))
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
-
-
-def _payload(scope: Scope, body: bytes) -> bytes:
-    """Return what reached the sandbox, as JSON."""
+def describe(scope: Scope, body: bytes) -> dict[str, Any]:
+    """Describe what reached the sandbox's port, its cookies parsed."""
     state = scope.get("state") or {}
     sandbox = state.get(SANDBOX_KEY)
-    headers: dict[str, str] = {}
-    for key, value in scope.get("headers") or []:
-        name, text = key.decode("latin-1"), value.decode("latin-1")
-        headers[name] = f"{headers[name]}, {text}" if name in headers else text
-    payload: dict[str, Any] = {
+    headers = joined_headers(scope)
+    return {
         "sandbox_id": None if sandbox is None else sandbox.id,
         "port": state.get(PORT_KEY),
         "method": scope.get("method"),
@@ -78,4 +34,7 @@ def _payload(scope: Scope, body: bytes) -> bytes:
         "cookies": parse_cookies(headers.get("cookie", "")),
         "body": body.decode("utf-8", "replace"),
     }
-    return json.dumps(payload).encode()
+
+
+#: The echo app of a TensorLake sandbox's user ports.
+sandbox_echo = echo_app(describe)

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from harness.differential.real_server import free_port
-from harness.recording.cassette import read_cassette
 from harness.recording.cli import record_main
+from mockserver.core.cassette import read_cassette
 from mockserver.opensandbox import OpenSandboxMock
 from sandproof.cli import main
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.differential.deviations import KNOWN_DEVIATIONS
-from harness.recording.cassette import read_cassette
 from harness.recording.flows import FLOWS
 from harness.recording.replay import Replayer, serve_target
+from mockserver.core.cassette import read_cassette
 from mockserver.core.redact import REDACTED
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cassettes" / "opensandbox-server-1.1.1"

@@ -16,9 +16,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from harness.differential.real_server import free_port
-from harness.recording.cassette import read_cassette
 from harness.recording.proxy import is_loopback_url, recording
 from mockserver.asgi.server import MockServer
+from mockserver.core.cassette import read_cassette
 from mockserver.core.redact import REDACTED
 
 RELEASE = threading.Event()

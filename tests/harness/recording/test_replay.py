@@ -16,10 +16,10 @@ import pytest
 
 from harness.differential.deviations import KNOWN_DEVIATIONS
 from harness.differential.real_server import RealOpenSandboxServer, RealOpenSandboxUnavailable
-from harness.recording.cassette import BodyText, Cassette, read_cassette
 from harness.recording.flows import FLOWS, record_flows
 from harness.recording.replay import Replayer, ReplayReport, serve_target
 from mockserver.core import FaultRule, VirtualClock
+from mockserver.core.cassette import BodyText, Cassette, read_cassette
 from mockserver.opensandbox import OpenSandboxMock
 
 pytestmark = pytest.mark.timeout(240)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness.recording import cli
-from harness.recording.cassette import BodyText, Cassette, read_cassette
 from harness.recording.flows import record_flows
 from harness.recording.replay import Replayer
 from mockserver.core import VirtualClock
+from mockserver.core.cassette import BodyText, Cassette, read_cassette
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.opensandbox.model.auth import ANY_KEY
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from harness.recording.cassette import BodyText, Cassette, CassetteHeader, Exchange, Message
 from harness.recording.wire_diff import diff_cassettes, flatten, render_changes
+from mockserver.core.cassette import BodyText, Cassette, CassetteHeader, Exchange, Message
 
 HEADER = CassetteHeader("opensandbox", "http://127.0.0.1:1", "http://127.0.0.1:2", True, "2026-01-01T00:00:00Z")
 

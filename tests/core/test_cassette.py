@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.recording.cassette import (
+from mockserver.core.cassette import (
     BodyText,
     Cassette,
     CassetteError,

@@ -111,9 +111,10 @@ def finish_report(state: SandproofState, exitstatus: int) -> None:
 
     from harness.strength import contracts
 
-    for module in CONTRACT_MODULES:  # every contract is registered, whichever tests ran
-        importlib.import_module(module)
-    state.report.known_contracts = contracts()  # what a covered provider's run could have judged
+    if state.report.records:  # a run of contracts: every contract is registered, whichever tests ran
+        for module in CONTRACT_MODULES:
+            importlib.import_module(module)
+        state.report.known_contracts = contracts()  # what a covered provider's run could have judged
     state.report.finish(int(exitstatus))
     with contextlib.suppress(Exception):  # best effort: a target may have gone away
         state.collect_unknown_fields()

@@ -68,6 +68,7 @@ def test_the_machine_kills_the_mutant(mutant: type[MutantMock]) -> None:
         assert (kill.by, kill.strength != "choice") == (mutant.contract, True), kill
 
 
+@pytest.mark.catalogue  # re-judges catalogue mutants: the mutation report of make contracts-mock does
 def test_a_choice_mutant_fails_a_strict_run_only() -> None:
     from tests.mutants.tensorlake_mocks import ProjectKeyForwarded
 

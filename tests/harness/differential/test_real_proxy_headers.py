@@ -19,7 +19,7 @@ from websockets.sync.client import connect
 from harness.differential.fake_docker import ThreadedServer
 from harness.differential.real_server import RealOpenSandboxServer
 from harness.machines.opensandbox.proxy_rules import HANDSHAKE, REQUEST_MESSAGE, forwarding_problems, spoofed_headers
-from mockserver.opensandbox.routes.echo import echo_app
+from mockserver.opensandbox.routes.echo import sandbox_echo
 
 pytestmark = pytest.mark.timeout(120)
 BODY = {"image": {"uri": "python:3.11"}, "entrypoint": ["sleep", "infinity"], "resourceLimits": {"cpu": "1"}}
@@ -32,7 +32,7 @@ async def _app(scope: Scope, receive: Receive, send: Send) -> None:
             await send({"type": "lifespan.startup.complete"})
         await send({"type": "lifespan.shutdown.complete"})
         return
-    await echo_app(scope, receive, send)
+    await sandbox_echo(scope, receive, send)
 
 
 @pytest.fixture(scope="module")

@@ -170,7 +170,7 @@ def kills_opensandbox_engine(name: str, engine: Any) -> Kill | None:
     from harness.policy.opensandbox import CHECKS, run_checks
 
     order = tuple(_aimed_first(engine, list(CHECKS)))
-    return _kill(run_checks(engine, max_examples=100, checks=order, stop_on_failure=True, shrink=False))
+    return _kill(run_checks(engine, max_examples=60, checks=order, stop_on_failure=True, shrink=False))
 
 
 def kills_restrict_function(name: str, restrict: Any) -> Kill | None:

@@ -27,15 +27,14 @@ from mockserver.admin.scenario import (
     read_scenario,
 )
 from mockserver.core.environment import DEFAULT_API_KEY
+from mockserver.opensandbox.model.auth import API_KEY_HEADER as OPENSANDBOX_KEY_HEADER
+from mockserver.opensandbox.model.endpoints import EXECD_ACCESS_HEADER
+from mockserver.opensandbox.model.profiles import EXECD_PORT
 
 if TYPE_CHECKING:
     from mockserver.service import HttpMock
 
 __all__ = ["LoadedScenarios", "ScenarioError", "load_scenarios"]
-
-OPENSANDBOX_KEY_HEADER = "OPEN-SANDBOX-API-KEY"
-EXECD_TOKEN_HEADER = "X-EXECD-ACCESS-TOKEN"
-EXECD_PORT = 44772
 
 
 @dataclass(frozen=True)
@@ -136,7 +135,7 @@ def _seed_opensandbox(
     if created.status_code != 202:
         raise _refused(source, f"{where}.create", created, "POST /v1/sandboxes")
     sandbox_id = str(created.json()["id"])
-    execd = {EXECD_TOKEN_HEADER: execd_token} if execd_token else {}
+    execd = {EXECD_ACCESS_HEADER: execd_token} if execd_token else {}
     for path, content in seed.files.items():
         parts: list[tuple[str, Any]] = [
             ("metadata", ("metadata", json.dumps({"path": path}).encode(), "application/json")),

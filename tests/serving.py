@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -59,21 +60,19 @@ def served(*extra: str) -> Iterator[tuple[dict[str, str], list[str]]]:
 
 @contextmanager
 def served_opensandbox(*extra: str) -> Iterator[str]:
-    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield the OpenSandbox mock's URL.
+    """Run ``sandproof serve`` (with ``extra`` arguments) on free ports; yield the OpenSandbox mock's URL."""
+    with served(*extra) as (urls, _):
+        yield urls["opensandbox"]
 
-    The URL is the one ``serve`` prints; on exit the server gets SIGINT and is waited for.
-    """
-    command = [sys.executable, "-m", "sandproof.cli", "serve", "--tensorlake-port", "0", "--opensandbox-port", "0"]
-    proc = subprocess.Popen([*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+def closed_by_server(sock: socket.socket, wait: float) -> bool:
+    """Tell whether the server closed ``sock`` within ``wait`` seconds (after an answer, or with a reset)."""
+    sock.settimeout(wait)
     try:
-        assert proc.stdout is not None
-        url = None
-        while url is None:
-            line = proc.stdout.readline()
-            assert line, "serve exited before printing its URLs"
-            if line.startswith("opensandbox "):
-                url = line.split()[1]
-        yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=20)
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except (TimeoutError, OSError):
+        return False
+    return True

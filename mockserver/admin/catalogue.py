@@ -113,7 +113,7 @@ def named_fault(sdk_reaction: str, **params: str) -> Callable[[F], F]:
             finally:
                 _ARMING.reset(token)
             for rule in _armed(result):
-                if rule.name in ("", rule.action, f"{rule.action}:{rule.status}"):
+                if not rule.named:
                     rule.name = method.__name__
             return result
 

@@ -101,7 +101,16 @@ class FaultRule:
         self.method = self.method.upper()
         self._rng = random.Random(self.seed)
         if not self.name:
-            self.name = f"{self.action}:{self.status}" if self.action == "respond" else self.action
+            self.name = self.default_name()
+
+    def default_name(self) -> str:
+        """Return the name a rule gets when none is given: ``respond:<status>``, else its action."""
+        return f"{self.action}:{self.status}" if self.action == "respond" else self.action
+
+    @property
+    def named(self) -> bool:
+        """Tell whether the rule was given a name of its own (not :meth:`default_name`)."""
+        return self.name not in ("", self.default_name())
 
     @classmethod
     def from_json(cls, data: Any) -> FaultRule:

@@ -10,6 +10,7 @@ import pytest
 from mockserver.asgi.connections import bounded_h11, default_max_connections
 from mockserver.asgi.server import MockServer
 from tests.demo_mock import DemoMock
+from tests.serving import closed_by_server
 
 
 def _idle_sockets(port: int, count: int) -> list[socket.socket]:
@@ -85,19 +86,6 @@ def test_serve_keeps_answering_with_300_idle_sockets_under_a_256_descriptor_limi
         proc.wait(timeout=20)
 
 
-def _gone(sock: socket.socket) -> bool:
-    """Tell whether the server closed ``sock`` (after an answer, or with a reset before reading all we sent)."""
-    sock.settimeout(0.01)
-    try:
-        while sock.recv(65536):
-            pass
-    except ConnectionResetError:
-        return True
-    except (TimeoutError, OSError):
-        return False
-    return True
-
-
 def _half_sent(port: int, count: int) -> list[socket.socket]:
     """Open ``count`` connections that each send a request head announcing 1000 body bytes, and 10 of them."""
     head = b"POST /_mock/clock/advance HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
@@ -140,7 +128,7 @@ def test_over_the_cap_stalled_bodies_are_shed_instead_of_refusing_new_requests()
         closed = [False] * len(sockets)
         deadline = time.monotonic() + 10  # only a wrong server waits this long
         while sum(closed) < 40 and time.monotonic() < deadline:
-            closed = [done or _gone(sock) for done, sock in zip(closed, sockets, strict=True)]
+            closed = [done or closed_by_server(sock, 0.01) for done, sock in zip(closed, sockets, strict=True)]
         assert sum(closed) >= 40 and closed[0] and not any(closed[-3:])
         for sock in sockets:
             sock.close()

@@ -25,6 +25,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.serving import closed_by_server
+
 from .conftest import needs_runtime
 
 pytestmark = needs_runtime
@@ -234,18 +236,6 @@ def test_a_stopped_init_fed_stdin_does_not_stall_the_server(served: Served) -> N
     wait_for(lambda: served.api("tenant-a", sandbox, "GET", stdout).json()["lines"] == ["1048576"])
 
 
-def _gone(sock: socket.socket, wait: float) -> bool:
-    sock.settimeout(wait)
-    try:
-        while sock.recv(65536):
-            pass
-    except ConnectionResetError:
-        return True
-    except (TimeoutError, OSError):
-        return False
-    return True
-
-
 def test_half_sent_requests_do_not_lock_out_the_others(served: Served) -> None:
     port = int(served.url.rsplit(":", 1)[1])
     head = (
@@ -261,7 +251,7 @@ def test_half_sent_requests_do_not_lock_out_the_others(served: Served) -> None:
             sockets.append(sock)
         seen = watch(served, 1.0)
         assert_unharmed(seen, before)
-        assert _gone(sockets[-1], 10.0)  # the newest stalled body is cut by the body timeout too
+        assert closed_by_server(sockets[-1], 10.0)  # the newest stalled body is cut by the body timeout too
     finally:
         for sock in sockets:
             sock.close()

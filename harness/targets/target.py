@@ -411,6 +411,10 @@ class Target:
         if reason is not None:
             raise TargetError(reason)
 
+    def known_urls(self) -> dict[str, str]:
+        """Return the base URLs known now, without starting anything (a URL target's are known when parsed)."""
+        return dict(self._urls)
+
     @property
     def urls(self) -> dict[str, str]:
         """Return the base URL per provider, starting the target if needed."""

@@ -127,12 +127,12 @@ class LifecycleApi:
         """
         tenant = self.tenant(call)
         req = parse_create(body, self.model.resolve)
-        call.notes.unknown_fields.extend(req.unknown)
+        call.notes.unknown_fields.extend(req.unknown())
         sb, outcome = self.model.create(tenant.owner, tenant.namespace, req)
         call.notes.sandbox_id = sb.id
         if outcome is not None:
             return self._forced(sb, outcome)
-        if not req.wait:
+        if req.wait is False:
             return Answer(202, self.create_body(call, sb, "pending"))
         budget = request_budget(call.timeout_ms, call.grace_ms)
         return Settle(sb.ready_at, budget, lambda waited: self._created(call, sb, waited, budget))

@@ -1,7 +1,8 @@
 """State records of the TensorLake mock (sandboxes, snapshots, sessions) and their JSON forms.
 
-Records hold plain data only; the rules that change them live in :mod:`.state`. Times are
-virtual epoch seconds; the wire shows them as epoch milliseconds.
+Records hold plain data only; the rules that change them live in :mod:`.state`. A sandbox's settings are
+declared in :mod:`.wire` (with the resources and resize records), so its stored form and SandboxInfo follow
+them. Times are virtual epoch seconds; the wire shows them as epoch milliseconds.
 """
 
 from __future__ import annotations
@@ -11,26 +12,35 @@ import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from contracts.tensorlake import NetworkConfig
+from pydantic import ConfigDict, Field, SkipValidation, TypeAdapter
+from pydantic.json_schema import SkipJsonSchema
+
 from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
+from .wire import DEFAULT_DISK_MB, INHERITED, SHOWN, STATUSES, ResourceResize, Resources, SandboxSettings
+
+__all__ = [
+    "DEFAULT_DISK_MB",
+    "ROUTABLE",
+    "ROUTING_HINT",
+    "RUNTIME",
+    "STATUSES",
+    "ResourceResize",
+    "Resources",
+    "Sandbox",
+    "Session",
+    "Snapshot",
+    "inherited_settings",
+    "ms",
+    "owner_id",
+]
+
 Status = Literal["pending", "running", "snapshotting", "suspending", "suspended", "terminated", "timeout", "failed"]
-STATUSES: tuple[str, ...] = (
-    "pending",
-    "running",
-    "snapshotting",
-    "suspending",
-    "suspended",
-    "terminated",
-    "timeout",
-    "failed",
-)
 #: Statuses in which the sandbox has a management URL.
 ROUTABLE: frozenset[str] = frozenset({"running", "snapshotting", "suspending", "suspended"})
-DEFAULT_DISK_MB = 10_240
 _FS_LOCK = threading.Lock()
 RUNTIME = "firecracker"
 ROUTING_HINT = "sandproof"
@@ -47,68 +57,30 @@ def ms(seconds: float | None) -> int | None:
     return None if seconds is None else round(seconds * 1000)
 
 
-@dataclass
-class Resources:
-    """The resources of a sandbox."""
-
-    cpus: float = 1.0
-    memory_mb: int = 1024
-    disk_mb: int = DEFAULT_DISK_MB
-    gpus: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the wire form (``gpu_configs`` only when GPUs were asked for)."""
-        data: dict[str, Any] = {"cpus": self.cpus, "memory_mb": self.memory_mb, "disk_mb": self.disk_mb}
-        if self.gpus:
-            data["gpu_configs"] = [dict(g) for g in self.gpus]
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Resources:
-        """Rebuild from :meth:`to_json` output."""
-        return cls(float(data["cpus"]), int(data["memory_mb"]), int(data["disk_mb"]), list(data.get("gpu_configs", [])))
+@functools.cache
+def _adapter() -> TypeAdapter[Sandbox]:
+    """Return the pydantic adapter of the record (built on first use: most runs never dump or load one)."""
+    return TypeAdapter(Sandbox)
 
 
-@dataclass
-class Resize:
-    """The latest live resize of a sandbox."""
-
-    generation: int
-    requested: Resources
-    status: str
-    done_at: float
-    error_message: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the wire form."""
-        data: dict[str, Any] = {
-            "generation": self.generation,
-            "requested": self.requested.to_json(),
-            "status": self.status,
-        }
-        if self.error_message is not None:
-            data["error_message"] = self.error_message
-        return data
-
-    def dump(self) -> dict[str, Any]:
-        """Return the record as JSON state."""
-        return {**self.to_json(), "done_at": self.done_at}
-
-    @classmethod
-    def load(cls, data: dict[str, Any]) -> Resize:
-        """Rebuild from :meth:`dump` output."""
-        return cls(
-            int(data["generation"]),
-            Resources.from_json(data["requested"]),
-            str(data["status"]),
-            float(data["done_at"]),
-            data.get("error_message"),
-        )
+@functools.cache
+def _settings_adapter() -> TypeAdapter[SandboxSettings]:
+    return TypeAdapter(SandboxSettings)
 
 
-@dataclass
-class Sandbox:
-    """One sandbox and everything the mock knows about it.
+def inherited_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Return the settings a snapshot's ``config`` (:meth:`Sandbox.inherited`) hands to a restore, validated."""
+    kept = _settings_adapter().validate_python({k: v for k, v in config.items() if k in INHERITED})
+    return {name: getattr(kept, name) for name in INHERITED if name in config}
+
+
+#: The lifecycle keys of SandboxInfo (the shown settings follow them; see :data:`.wire.SHOWN`).
+_WireCache = tuple[int, str | None, str | None, WireDict]
+
+
+@dataclass(kw_only=True)
+class Sandbox(SandboxSettings):
+    """One sandbox: its settings (:class:`~.wire.SandboxSettings`, declared once) and its lifecycle.
 
     The filesystem is built on first use (its timestamps are then those of the first use).
     ``network`` always holds an immutable :class:`NetworkConfig` (or None), so replacing it is one
@@ -116,41 +88,32 @@ class Sandbox:
     ``ready_at`` is when a pending sandbox starts (None: not until told); ``transition_at`` is when a
     transitional status (suspending, snapshotting, or a pending resume) settles.
     ``rev`` counts the changes a rule made (:meth:`~.store.SandboxStore.changed`); ``wire_cache`` holds the
-    SandboxInfo of one revision as one client origin sees it.
+    SandboxInfo of one revision as one client origin sees it. The stored form (:meth:`dump`, :meth:`load`)
+    is pydantic's serialisation of the dataclass, without the filesystem, ``rev`` and the cache.
     """
+
+    __pydantic_config__ = ConfigDict(arbitrary_types_allowed=True)
 
     id: str
     owner: str
     namespace: str
     created_at: float
-    filesystem: FileSystem | Callable[[], FileSystem] = field(repr=False, compare=False)
+    filesystem: Annotated[FileSystem | Callable[[], FileSystem], SkipValidation, SkipJsonSchema, Field(exclude=True)] = (
+        field(repr=False, compare=False)
+    )
     status: str = "pending"
-    name: str | None = None
-    image: str | None = None
-    resources: Resources = field(default_factory=Resources)
-    timeout_secs: int | None = None
-    entrypoint: list[str] | None = None
-    network: NetworkConfig | None = None
-    allow_unauthenticated_access: bool = False
-    exposed_ports: tuple[int, ...] = ()
-    auto_resume: bool = True
     pending_reason: str | None = None
     termination_reason: str | None = None
     error_details: Any = None
     terminated_at: float | None = None
-    file_systems: list[dict[str, Any]] = field(default_factory=list)
-    snapshot_id: str | None = None
-    secret_names: list[str] = field(default_factory=list)
-    template_id: str | None = None
-    max_pending_secs: int | None = None
     ready_at: float | None = None
     transition_at: float | None = None
     resuming: bool = False
     running_since: float | None = None
-    resize: Resize | None = None
+    resize: ResourceResize | None = None
     archived_at: float | None = None
-    rev: int = field(default=0, compare=False)
-    wire_cache: tuple[int, str | None, str | None, WireDict] | None = field(
+    rev: Annotated[int, Field(exclude=True)] = field(default=0, compare=False)
+    wire_cache: Annotated[_WireCache | None, SkipValidation, SkipJsonSchema, Field(exclude=True)] = field(
         default=None, init=False, repr=False, compare=False
     )
 
@@ -189,18 +152,13 @@ class Sandbox:
             return self.filesystem
 
     def info(self, *, sandbox_url: str | None, ingress_endpoint: str | None) -> dict[str, Any]:
-        """Return the SandboxInfo JSON the wire shows for GET, PATCH and list items."""
+        """Return the SandboxInfo JSON the wire shows for GET, PATCH and list items (:class:`~.answers.SandboxInfo`)."""
         routable = self.status in ROUTABLE
         data: dict[str, Any] = {
             "id": self.id,
             "namespace": self.namespace,
             "status": self.status,
-            "image": self.image,
             "runtime": RUNTIME,
-            "resources": self.resources.to_json(),
-            "timeout_secs": self.timeout_secs,
-            "entrypoint": self.entrypoint,
-            "network_policy": None if self.network is None else self.network.to_json(),
             "pool_id": None,
             "outcome": None,
             "termination_reason": self.termination_reason,
@@ -208,54 +166,25 @@ class Sandbox:
             "pending_reason": self.pending_reason if self.status == "pending" else None,
             "created_at": ms(self.created_at),
             "terminated_at": ms(self.terminated_at),
-            "name": self.name,
-            "allow_unauthenticated_access": self.allow_unauthenticated_access,
-            "exposed_ports": list(self.exposed_ports),
             "ingress_endpoint": ingress_endpoint,
             "sandbox_url": sandbox_url if routable else None,
             "routing_hint": ROUTING_HINT if routable else None,
-            "file_systems": [dict(m) for m in self.file_systems],
-            "auto_resume": self.auto_resume,
         }
+        shown = _adapter().dump_python(self, mode="json", include=_SHOWN_FIELDS)
+        data.update((SHOWN[name], value) for name, value in shown.items())
         if self.resize is not None:
             data["resource_resize"] = self.resize.to_json()
         if self.archived_at is not None:
             data["archived_at"] = ms(self.archived_at)
         return data
 
+    def inherited(self) -> dict[str, Any]:
+        """Return the settings a snapshot of this sandbox keeps for a restore (JSON)."""
+        return _adapter().dump_python(self, mode="json", include=set(INHERITED))
+
     def dump(self, *, with_fs: bool = True) -> dict[str, Any]:
         """Return the record as JSON state (the filesystem included unless ``with_fs`` is false)."""
-        out = {
-            "id": self.id,
-            "owner": self.owner,
-            "namespace": self.namespace,
-            "created_at": self.created_at,
-            "status": self.status,
-            "name": self.name,
-            "image": self.image,
-            "resources": self.resources.to_json(),
-            "timeout_secs": self.timeout_secs,
-            "entrypoint": self.entrypoint,
-            "network": None if self.network is None else self.network.to_json(),
-            "allow_unauthenticated_access": self.allow_unauthenticated_access,
-            "exposed_ports": list(self.exposed_ports),
-            "auto_resume": self.auto_resume,
-            "pending_reason": self.pending_reason,
-            "termination_reason": self.termination_reason,
-            "error_details": self.error_details,
-            "terminated_at": self.terminated_at,
-            "file_systems": [dict(m) for m in self.file_systems],
-            "snapshot_id": self.snapshot_id,
-            "secret_names": list(self.secret_names),
-            "template_id": self.template_id,
-            "max_pending_secs": self.max_pending_secs,
-            "ready_at": self.ready_at,
-            "transition_at": self.transition_at,
-            "resuming": self.resuming,
-            "running_since": self.running_since,
-            "resize": None if self.resize is None else self.resize.dump(),
-            "archived_at": self.archived_at,
-        }
+        out = _adapter().dump_python(self, mode="json")
         if with_fs:
             out["fs"] = self.fs.dump()
         return out
@@ -263,40 +192,10 @@ class Sandbox:
     @classmethod
     def load(cls, data: dict[str, Any], fs: FileSystem | Callable[[], FileSystem]) -> Sandbox:
         """Rebuild a record from :meth:`dump` output around an already loaded filesystem."""
-        network = data.get("network")
-        resize = data.get("resize")
-        return cls(
-            id=str(data["id"]),
-            owner=str(data["owner"]),
-            namespace=str(data["namespace"]),
-            created_at=float(data["created_at"]),
-            filesystem=fs,
-            status=str(data["status"]),
-            name=data.get("name"),
-            image=data.get("image"),
-            resources=Resources.from_json(data["resources"]),
-            timeout_secs=data.get("timeout_secs"),
-            entrypoint=data.get("entrypoint"),
-            network=None if network is None else NetworkConfig.from_json(network),
-            allow_unauthenticated_access=bool(data.get("allow_unauthenticated_access", False)),
-            exposed_ports=tuple(int(p) for p in data.get("exposed_ports", [])),
-            auto_resume=bool(data.get("auto_resume", True)),
-            pending_reason=data.get("pending_reason"),
-            termination_reason=data.get("termination_reason"),
-            error_details=data.get("error_details"),
-            terminated_at=data.get("terminated_at"),
-            file_systems=list(data.get("file_systems", [])),
-            snapshot_id=data.get("snapshot_id"),
-            secret_names=list(data.get("secret_names", [])),
-            template_id=data.get("template_id"),
-            max_pending_secs=data.get("max_pending_secs"),
-            ready_at=data.get("ready_at"),
-            transition_at=data.get("transition_at"),
-            resuming=bool(data.get("resuming", False)),
-            running_since=data.get("running_since"),
-            resize=None if resize is None else Resize.load(resize),
-            archived_at=data.get("archived_at"),
-        )
+        return _adapter().validate_python({**data, "filesystem": fs})
+
+
+_SHOWN_FIELDS = set(SHOWN)
 
 
 @dataclass

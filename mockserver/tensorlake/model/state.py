@@ -22,22 +22,13 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from contracts.tensorlake import NetworkConfig
 from mockserver.core.errors import ApiError
 from mockserver.sandbox.filesystem import FileSystem
 
-from .records import Resize, Resources, Sandbox, Snapshot
+from .records import ResourceResize, Resources, Sandbox, Snapshot, inherited_settings
 from .store import NO_CAPACITY, NO_CAPACITY_STATUS, CreateOutcome, SandboxStore
-from .validate import (
-    CreateRequest,
-    PatchRequest,
-    bad,
-    conflict,
-    not_found,
-    parse_mount,
-    parse_patch,
-    parse_resources,
-)
+from .validate import Body, bad, conflict, not_found, parse_detach, parse_mount, parse_patch
+from .wire import Partial, ResizeResources
 
 __all__ = ["TensorLakeModel"]
 
@@ -47,27 +38,27 @@ class TensorLakeModel(SandboxStore):
 
     # -- create ----------------------------------------------------------------------------------
 
-    def create(self, owner: str, namespace: str, req: CreateRequest) -> tuple[Sandbox, CreateOutcome | None]:
+    def create(self, owner: str, namespace: str, req: Body) -> tuple[Sandbox, CreateOutcome | None]:
         """Create a sandbox (fresh or from a snapshot); 409 on a taken name, 404 on an unknown snapshot.
 
-        When the server has no room (see :meth:`admitted`) the sandbox is refused: recorded failed with
-        ``no_capacity`` (archived, never live) and returned with a failed outcome the answer reports.
+        Each setting is what the create gives, else what the snapshot kept, else its declared default; a partial
+        setting (``resources``) is applied over what the snapshot kept. When the server has no room (see
+        :meth:`admitted`) the sandbox is refused: recorded failed with ``no_capacity`` (archived, never live)
+        and returned with a failed outcome the answer reports.
         """
+        given = req.given()
+        name: str | None = given.get("name")
         with self.lock:
-            if req.name is not None:
-                taken = self.names.get((owner, namespace, req.name))
+            if name is not None:
+                taken = self.names.get((owner, namespace, name))
                 if taken is not None:
                     self.settle(self.sandboxes[taken])
-                    if (owner, namespace, req.name) in self.names:
-                        raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
-            snap = self._snapshot_for_restore(owner, namespace, req.snapshot_id)
-            base: dict[str, Any] = snap.config if snap else {}
-            base_resources = Resources.from_json(base["resources"]) if "resources" in base else None
-            resources = (
-                parse_resources(req.resources, [], base=base_resources)
-                if req.resources is not None
-                else base_resources or Resources()
-            )
+                    if (owner, namespace, name) in self.names:
+                        raise conflict("name_conflict", f"sandbox name {name!r} is already in use")
+            snap = self._snapshot_for_restore(owner, namespace, given.get("snapshot_id"))
+            settings = inherited_settings(snap.config) if snap else {}
+            for key, value in given.items():
+                settings[key] = value.over(settings.get(key)) if isinstance(value, Partial) else value
             now = self.clock.now()
             ident = self._new_id()
             admitted = self.admitted()
@@ -76,33 +67,15 @@ class TensorLakeModel(SandboxStore):
                 fs = functools.partial(FileSystem, now=self.clock.now, hostname=ident)
             else:
                 fs = self.filesystems.restore(ident, snap.fs) if snap else self.filesystems.new(ident)
-            network = req.network if req.network_given else _network_of(base)
-            exposed = req.exposed_ports if req.exposed_ports is not None else tuple(base.get("exposed_ports", ()))
-            unauth = req.allow_unauthenticated_access
             sb = Sandbox(
                 id=ident,
                 owner=owner,
                 namespace=namespace,
                 created_at=now,
                 filesystem=fs,
-                name=req.name,
-                image=req.image if req.image is not None else base.get("image"),
-                resources=resources,
-                timeout_secs=req.timeout_secs if req.timeout_secs is not None else base.get("timeout_secs"),
-                entrypoint=req.entrypoint if req.entrypoint is not None else base.get("entrypoint"),
-                network=network,
-                allow_unauthenticated_access=bool(
-                    unauth if unauth is not None else base.get("allow_unauthenticated_access", False)
-                ),
-                exposed_ports=exposed,
-                auto_resume=True if req.auto_resume is None else req.auto_resume,
                 pending_reason="scheduling",
-                file_systems=list(req.file_systems),
-                snapshot_id=req.snapshot_id,
-                secret_names=list(req.secret_names),
-                template_id=req.template_id,
-                max_pending_secs=req.max_pending_secs,
                 ready_at=now + self.timings.startup,
+                **settings,
             )
             if not admitted:
                 self.refuse(sb)
@@ -145,45 +118,46 @@ class TensorLakeModel(SandboxStore):
         """Apply a PATCH body atomically; return the sandbox and the body keys the mock did not know."""
         with self.lock:
             sb = self.find(owner, namespace, ident)
-            req = parse_patch(body, sb.network, self.resolve)
+            req = parse_patch(body, self.resolve)
             self._check_patch(sb, req)
             self._apply_patch(sb, req)
             self.changed(sb)
             self.on_change(sb)
-            return sb, req.unknown
+            return sb, req.unknown()
 
-    def _check_patch(self, sb: Sandbox, req: PatchRequest) -> None:
+    def _check_patch(self, sb: Sandbox, req: Body) -> None:
+        given = req.given()
+        name, resize = given.get("name"), given.get("resources")
         if sb.status == "failed":
             raise conflict("invalid_state", f"sandbox {sb.id!r} has failed and cannot be updated")
-        if req.name is not None and req.name != sb.name:
-            taken = self.names.get((sb.owner, sb.namespace, req.name))
+        if name is not None and name != sb.name:
+            taken = self.names.get((sb.owner, sb.namespace, name))
             if taken is not None and taken != sb.id:
-                raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
-        if req.auto_resume is False and (req.name or sb.name) is None:
+                raise conflict("name_conflict", f"sandbox name {name!r} is already in use")
+        if given.get("auto_resume") is False and (name or sb.name) is None:
             raise conflict("invalid_auto_resume", "auto_resume=false requires a named sandbox")
-        if req.resources is not None:
+        if isinstance(resize, ResizeResources):
             if sb.status != "running":
                 raise conflict("invalid_state", f"a resize needs a running sandbox; it is {sb.status}")
-            if req.resources.get("disk_mb", sb.resources.disk_mb) < sb.resources.disk_mb:
+            if resize.requested().get("disk_mb", sb.resources.disk_mb) < sb.resources.disk_mb:
                 raise conflict("invalid_resize", "disk_mb cannot shrink below the current disk size")
 
-    def _apply_patch(self, sb: Sandbox, req: PatchRequest) -> None:
-        if req.name is not None and req.name != sb.name:
+    def _apply_patch(self, sb: Sandbox, req: Body) -> None:
+        """Set what the body gives; a new name is indexed, a resize starts its transition."""
+        given = req.given()
+        resize = given.pop("resources", None)
+        name = given.pop("name", None)
+        if name is not None and name != sb.name:
             self._free_name(sb)
-            sb.name = req.name
-            self.names[(sb.owner, sb.namespace, req.name)] = sb.id
-        if req.auto_resume is not None:
-            sb.auto_resume = req.auto_resume
-        if req.allow_unauthenticated_access is not None:
-            sb.allow_unauthenticated_access = req.allow_unauthenticated_access
-        if req.exposed_ports is not None:
-            sb.exposed_ports = req.exposed_ports
-        if req.network_given:
-            sb.network = req.network
-        if req.resources is not None:
-            requested = Resources.from_json({**sb.resources.to_json(), **req.resources})
+            sb.name = name
+            self.names[(sb.owner, sb.namespace, name)] = sb.id
+        for key, value in given.items():
+            setattr(sb, key, value)
+        if isinstance(resize, ResizeResources):
+            requested = Resources.model_validate({**sb.resources.to_json(), **resize.requested()}, strict=False)
             generation = 1 if sb.resize is None else sb.resize.generation + 1
-            sb.resize = Resize(generation, requested, "pending", self.clock.now() + self.timings.resize)
+            done_at = self.clock.now() + self.timings.resize
+            sb.resize = ResourceResize(generation=generation, requested=requested, status="pending", done_at=done_at)
             self.settle(sb)
 
     def delete(self, owner: str, namespace: str, ident: str) -> Sandbox:
@@ -256,15 +230,7 @@ class TensorLakeModel(SandboxStore):
                 created_at=now,
                 ready_at=now + self.timings.snapshot,
                 snapshot_type=snapshot_type or "memory",
-                config={
-                    "image": sb.image,
-                    "resources": sb.resources.to_json(),
-                    "timeout_secs": sb.timeout_secs,
-                    "entrypoint": sb.entrypoint,
-                    "network": None if sb.network is None else sb.network.to_json(),
-                    "allow_unauthenticated_access": sb.allow_unauthenticated_access,
-                    "exposed_ports": list(sb.exposed_ports),
-                },
+                config=sb.inherited(),
                 fs=fs,
                 size_bytes=size,
             )
@@ -305,8 +271,8 @@ class TensorLakeModel(SandboxStore):
         with self.lock:
             sb = self.find(owner, namespace, ident)
             mount = parse_mount(body)
-            if any(m["mount_path"] == mount["mount_path"] for m in sb.file_systems):
-                raise conflict("mount_path_in_use", f"{mount['mount_path']} already has a file system")
+            if any(m.mount_path == mount.mount_path for m in sb.file_systems):
+                raise conflict("mount_path_in_use", f"{mount.mount_path} already has a file system")
             sb.file_systems.append(mount)
             self.changed(sb)
             return sb
@@ -315,10 +281,8 @@ class TensorLakeModel(SandboxStore):
         """Detach the file system at ``mount_path``; 404 when nothing is mounted there."""
         with self.lock:
             sb = self.find(owner, namespace, ident)
-            path = body.get("mount_path") if isinstance(body, dict) else None
-            if not isinstance(path, str):
-                raise bad("invalid_type", "mount_path must be a string")
-            kept = [m for m in sb.file_systems if m["mount_path"] != path]
+            path = parse_detach(body)
+            kept = [m for m in sb.file_systems if m.mount_path != path]
             if len(kept) == len(sb.file_systems):
                 raise ApiError(404, "mount_not_found", f"no file system is mounted at {path}")
             sb.file_systems = kept
@@ -347,8 +311,3 @@ class TensorLakeModel(SandboxStore):
                 self.add(clone)
                 copies.append(clone)
             return source, copies
-
-
-def _network_of(config: dict[str, Any]) -> NetworkConfig | None:
-    raw = config.get("network")
-    return None if raw is None else NetworkConfig.from_json(raw)

@@ -49,7 +49,7 @@ from mockserver.sandbox.filesystem import FileSystem
 
 from .auth import KeyRing
 from .daemon import Daemon
-from .records import Resources, Sandbox, Session, Snapshot
+from .records import Sandbox, Session, Snapshot
 from .validate import not_found
 
 __all__ = [
@@ -308,7 +308,7 @@ class SandboxStore:
                 self.on_change(sb)
             if sb.resize is not None and sb.resize.status == "pending" and sb.resize.done_at <= now:
                 sb.resize.status = "succeeded"
-                sb.resources = Resources.from_json(sb.resize.requested.to_json())
+                sb.resources = sb.resize.requested
                 moved = True
             if moved:
                 self.changed(sb)

@@ -45,13 +45,13 @@ def test_the_bounds_themselves_are_accepted() -> None:
         },
         resolve,
     )
-    assert req.timeout_secs == LIMITS["timeout_secs"] and req.resources is not None
+    assert req.given()["timeout_secs"] == LIMITS["timeout_secs"] and req.given()["resources"] is not None
 
 
 @pytest.mark.parametrize("resources", [{"cpus": 10**6}, {"memory_mb": 10**24}, {"disk_mb": 10**30}])
 def test_a_resize_has_the_same_bounds(resources: dict[str, Any]) -> None:
     with pytest.raises(ApiError) as caught:
-        parse_patch({"resources": resources}, None, resolve)
+        parse_patch({"resources": resources}, resolve)
     assert caught.value.code == "invalid_value"
 
 
@@ -80,10 +80,9 @@ def test_blank_means_what_the_served_document_s_pattern_means() -> None:
     """``pattern: "\\S"`` is an ECMA-262 pattern: U+001F is not white space there, U+00A0 is."""
     import re as _re
 
-    from mockserver.tensorlake.model.validate import _str
-
-    assert _str("\x1f", "snapshot_id") == "\x1f"
+    assert parse_create({"snapshot_id": "\x1f"}, resolve).given()["snapshot_id"] == "\x1f"
     for blank in ("", " ", "\t\u00a0\u3000"):
-        with pytest.raises(ApiError):
-            _str(blank, "snapshot_id")
+        with pytest.raises(ApiError) as caught:
+            parse_create({"snapshot_id": blank}, resolve)
+        assert (caught.value.code, caught.value.message) == ("invalid_value", "snapshot_id must not be empty")
     assert _re.search(r"\S", "\x1f") is None  # Python's own \S disagrees, which is why the rule spells the set out

@@ -29,7 +29,7 @@ from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
 from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, LifecycleApi, ProxyRequest, TensorLakeModel
 from mockserver.tensorlake.model.auth import bearer_key
 from mockserver.tensorlake.model.records import Sandbox, owner_id
-from mockserver.tensorlake.model.validate import CreateRequest, PatchRequest, conflict
+from mockserver.tensorlake.model.validate import CreateBody, UpdateBody, conflict
 from mockserver.tensorlake.routes.lifecycle import LifecycleContext, LifecycleRoutes
 from tests.mutants.asgi_body import read_request
 from tests.mutants.naming import mutant_name, register_classes
@@ -81,9 +81,10 @@ class MutantMock(TensorLakeMock):
 
 
 class _NullIgnoredModel(TensorLakeModel):
-    def _apply_patch(self, sb: Sandbox, req: PatchRequest) -> None:
-        if req.network_given and req.network is None:
-            req = dataclasses.replace(req, network_given=False)
+    def _apply_patch(self, sb: Sandbox, req: UpdateBody) -> None:
+        if "network" in req.given() and req.given()["network"] is None:
+            req = req.model_copy()
+            req.model_fields_set.discard("network")
         super()._apply_patch(sb, req)
 
 
@@ -97,9 +98,9 @@ class PatchNullIgnored(MutantMock):
 
 
 class _OmittedClearsModel(TensorLakeModel):
-    def _apply_patch(self, sb: Sandbox, req: PatchRequest) -> None:
-        if not req.network_given:
-            req = dataclasses.replace(req, network_given=True, network=None)
+    def _apply_patch(self, sb: Sandbox, req: UpdateBody) -> None:
+        if "network" not in req.given():
+            req = req.model_copy(update={"network": None})
         super()._apply_patch(sb, req)
 
 
@@ -234,9 +235,10 @@ class _StickyNameModel(TensorLakeModel):
             self.retired.add((owner, namespace, sb.name))
         return sb
 
-    def create(self, owner: str, namespace: str, req: CreateRequest) -> Any:
-        if req.name is not None and (owner, namespace, req.name) in self.retired:
-            raise conflict("name_conflict", f"sandbox name {req.name!r} is already in use")
+    def create(self, owner: str, namespace: str, req: CreateBody) -> Any:
+        name = req.given().get("name")
+        if name is not None and (owner, namespace, name) in self.retired:
+            raise conflict("name_conflict", f"sandbox name {name!r} is already in use")
         return super().create(owner, namespace, req)
 
     def reset(self) -> None:

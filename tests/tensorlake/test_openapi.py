@@ -201,3 +201,31 @@ def test_cidrs_with_host_bits_are_outside_the_pattern(doc: dict[str, Any], entry
     pattern = doc["components"]["schemas"]["NetworkConfig"]["properties"]["allow_out"]["items"]["pattern"]
     assert not re.match(pattern, entry) and not _accepted(entry, "allow_out")
     assert re.match(pattern, entry.split("/")[0])
+
+
+def test_the_committed_document_is_the_generated_one() -> None:
+    """``openapi.json`` is generated from the declarations; after changing one, run the generator's ``--write``."""
+    from mockserver.tensorlake.openapi import DOCUMENT_PATH, main, rendered
+
+    assert DOCUMENT_PATH.read_text(encoding="utf-8") == rendered(), (
+        "run: python -m mockserver.tensorlake.openapi --write"
+    )
+    assert main(["--check"]) == 0
+
+
+def test_a_stale_document_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mockserver.tensorlake import openapi
+
+    stale = tmp_path / "openapi.json"
+    stale.write_text(openapi.rendered().replace('"maximum": 2592000', '"maximum": 2592001'), encoding="utf-8")
+    monkeypatch.setattr(openapi, "DOCUMENT_PATH", stale)
+    assert openapi.main(["--check"]) == 1
+    assert openapi.main(["--write"]) == 0 and openapi.main(["--check"]) == 0
+
+
+def test_every_setting_is_in_the_create_request_and_each_shown_one_in_sandbox_info(doc: dict[str, Any]) -> None:
+    from mockserver.tensorlake.model.wire import SETTINGS, SHOWN
+
+    schemas = doc["components"]["schemas"]
+    assert set(SETTINGS) <= set(schemas["CreateSandboxRequest"]["properties"])
+    assert set(SHOWN.values()) <= set(schemas["SandboxInfo"]["properties"])

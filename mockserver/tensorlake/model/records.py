@@ -98,9 +98,9 @@ class Sandbox(SandboxSettings):
     owner: str
     namespace: str
     created_at: float
-    filesystem: Annotated[FileSystem | Callable[[], FileSystem], SkipValidation, SkipJsonSchema, Field(exclude=True)] = (
-        field(repr=False, compare=False)
-    )
+    filesystem: Annotated[
+        FileSystem | Callable[[], FileSystem], SkipValidation, SkipJsonSchema, Field(exclude=True)
+    ] = field(repr=False, compare=False)
     status: str = "pending"
     pending_reason: str | None = None
     termination_reason: str | None = None
@@ -180,11 +180,12 @@ class Sandbox(SandboxSettings):
 
     def inherited(self) -> dict[str, Any]:
         """Return the settings a snapshot of this sandbox keeps for a restore (JSON)."""
-        return _adapter().dump_python(self, mode="json", include=set(INHERITED))
+        kept: dict[str, Any] = _adapter().dump_python(self, mode="json", include=set(INHERITED))
+        return kept
 
     def dump(self, *, with_fs: bool = True) -> dict[str, Any]:
         """Return the record as JSON state (the filesystem included unless ``with_fs`` is false)."""
-        out = _adapter().dump_python(self, mode="json")
+        out: dict[str, Any] = _adapter().dump_python(self, mode="json")
         if with_fs:
             out["fs"] = self.fs.dump()
         return out

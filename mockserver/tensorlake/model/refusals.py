@@ -70,9 +70,13 @@ def refusal(error: Mapping[str, Any], *, item_of: str | None = None) -> ApiError
     if not loc and kind in _EXPECTED:
         return ApiError(400, "invalid_type", "request body must be a JSON object")
     if kind == "greater_than_equal":
-        return ApiError(400, "invalid_value", f"{label} must be at least {_bound(ctx['ge'])}, got {_short(error['input'])}")
+        return ApiError(
+            400, "invalid_value", f"{label} must be at least {_bound(ctx['ge'])}, got {_short(error['input'])}"
+        )
     if kind == "less_than_equal":
-        return ApiError(400, "invalid_value", f"{label} must be at most {_bound(ctx['le'])}, got {_short(error['input'])}")
+        return ApiError(
+            400, "invalid_value", f"{label} must be at most {_bound(ctx['le'])}, got {_short(error['input'])}"
+        )
     if kind == "greater_than":
         return ApiError(400, "invalid_value", f"{label} must be positive")
     if kind in _EXPECTED:
@@ -96,7 +100,9 @@ def _items(model: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:
         if info is None:
             return None
         text = repr(info.annotation)
-        nested = [a for a in getattr(info.annotation, "__args__", ()) if isinstance(a, type) and issubclass(a, BaseModel)]
+        nested = [
+            a for a in getattr(info.annotation, "__args__", ()) if isinstance(a, type) and issubclass(a, BaseModel)
+        ]
         if nested and part != loc[-1] and not isinstance(loc[-1], int):
             model = nested[0]
             continue

@@ -27,7 +27,7 @@ from mockserver.sandbox.filesystem import FileSystem
 
 from .records import ResourceResize, Resources, Sandbox, Snapshot, inherited_settings
 from .store import NO_CAPACITY, NO_CAPACITY_STATUS, CreateOutcome, SandboxStore
-from .validate import Body, bad, conflict, not_found, parse_detach, parse_mount, parse_patch
+from .validate import CreateBody, UpdateBody, bad, conflict, not_found, parse_detach, parse_mount, parse_patch
 from .wire import Partial, ResizeResources
 
 __all__ = ["TensorLakeModel"]
@@ -38,7 +38,7 @@ class TensorLakeModel(SandboxStore):
 
     # -- create ----------------------------------------------------------------------------------
 
-    def create(self, owner: str, namespace: str, req: Body) -> tuple[Sandbox, CreateOutcome | None]:
+    def create(self, owner: str, namespace: str, req: CreateBody) -> tuple[Sandbox, CreateOutcome | None]:
         """Create a sandbox (fresh or from a snapshot); 409 on a taken name, 404 on an unknown snapshot.
 
         Each setting is what the create gives, else what the snapshot kept, else its declared default; a partial
@@ -125,7 +125,7 @@ class TensorLakeModel(SandboxStore):
             self.on_change(sb)
             return sb, req.unknown()
 
-    def _check_patch(self, sb: Sandbox, req: Body) -> None:
+    def _check_patch(self, sb: Sandbox, req: UpdateBody) -> None:
         given = req.given()
         name, resize = given.get("name"), given.get("resources")
         if sb.status == "failed":
@@ -142,7 +142,7 @@ class TensorLakeModel(SandboxStore):
             if resize.requested().get("disk_mb", sb.resources.disk_mb) < sb.resources.disk_mb:
                 raise conflict("invalid_resize", "disk_mb cannot shrink below the current disk size")
 
-    def _apply_patch(self, sb: Sandbox, req: Body) -> None:
+    def _apply_patch(self, sb: Sandbox, req: UpdateBody) -> None:
         """Set what the body gives; a new name is indexed, a resize starts its transition."""
         given = req.given()
         resize = given.pop("resources", None)

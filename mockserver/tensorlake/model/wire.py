@@ -33,7 +33,6 @@ from pydantic import (
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
     PlainValidator,
     Strict,
     ValidationInfo,
@@ -42,9 +41,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
-from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
-from typing_extensions import TypeAliasType
+from typing_extensions import TypeAliasType, TypedDict
 
 from contracts.tensorlake import NetworkConfig, PolicyError, apply_network_update
 
@@ -157,6 +155,8 @@ def _bounded(key: str, *, minimum: int | None = 0, positive: bool = False) -> An
 Bool = Annotated[bool, Strict()]
 Int = Annotated[int, Strict()]
 Str = Annotated[str, Strict()]
+
+
 #: The JSON Schema of a value that only states, not enforces (the rule is the validator beside it).
 def _states(**schema: Any) -> Any:
     return Field(json_schema_extra=schema)
@@ -194,9 +194,7 @@ EpochMs = Annotated[int, Field(description="epoch milliseconds")]
 class Record(BaseModel):
     """A wire record: fields are read as declared (strictly typed); the class docstring is not its schema's."""
 
-    model_config = ConfigDict(
-        strict=True, frozen=True, use_attribute_docstrings=False, json_schema_mode_override=None
-    )
+    model_config = ConfigDict(strict=True, frozen=True, use_attribute_docstrings=False, json_schema_mode_override=None)
 
 
 # -- resources -------------------------------------------------------------------------------------
@@ -284,15 +282,23 @@ def _whole_cpus(value: float) -> float:
     return value
 
 
+#: The default of a field that must not be null when given (defaults are not validated; requests are).
+_NOT_ASKED: Any = None
+
+
 class ResizeResources(Record):
     """A live resize: at least one of cpus (whole vCPUs), memory_mb, disk_mb."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
 
-    # None is not a dimension: the defaults only stand for "not asked for" (see :meth:`requested`).
-    cpus: Annotated[Cpus, AfterValidator(_whole_cpus), Field(ge=1, multiple_of=1)] = Field(default=None)
-    memory_mb: MemoryMb = Field(default=None)
-    disk_mb: DiskMb = Field(default=None)
+    # A null is not a dimension (400): the defaults only stand for "not asked for" (see :meth:`requested`).
+    cpus: Annotated[
+        Cpus,
+        AfterValidator(_whole_cpus),
+        WithJsonSchema({"type": "number", "minimum": 1, "multipleOf": 1, "maximum": LIMITS["cpus"]}),
+    ] = _NOT_ASKED
+    memory_mb: MemoryMb = _NOT_ASKED
+    disk_mb: DiskMb = _NOT_ASKED
 
     @model_validator(mode="before")
     @classmethod
@@ -397,12 +403,15 @@ class NetworkConfigBody(BaseModel):
     deny_out: list[
         Annotated[
             str,
-            _states(pattern=DENY_ENTRY, description="a domain, an IPv4 address or an IPv4 CIDR (no host bits set); no wildcards"),
+            _states(
+                pattern=DENY_ENTRY,
+                description="a domain, an IPv4 address or an IPv4 CIDR (no host bits set); no wildcards",
+            ),
         ]
     ] = []
 
 
-class NetworkPolicy(BaseModel):
+class NetworkPolicy(TypedDict):
     """The policy SandboxInfo shows (``network_policy``): all three keys."""
 
     allow_internet_access: bool
@@ -415,12 +424,12 @@ class _PolicyType:
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         return core_schema.with_info_plain_validator_function(
-            _policy, serialization=core_schema.plain_serializer_function_ser_schema(NetworkConfig.to_json)
+            _policy,
+            json_schema_input_schema=handler.generate_schema(NetworkConfigBody),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                NetworkConfig.to_json, return_schema=handler.generate_schema(NetworkPolicy)
+            ),
         )
-
-    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        shown = NetworkConfigBody if handler.mode == "validation" else NetworkPolicy
-        return handler(shown.__pydantic_core_schema__)
 
 
 Network = Annotated[NetworkConfig, _PolicyType()]
@@ -465,15 +474,14 @@ class SandboxSettings:
     name: Annotated[SandboxName | None, Wire(shown="name", updatable=True)] = None
     image: Annotated[NonBlank | None, Wire(shown="image", inherit=True)] = None
     resources: Annotated[
-        Resources, Wire(request=CreateResources, update=ResizeResources, shown="resources", inherit=True, updatable=True)
+        Resources,
+        Wire(request=CreateResources, update=ResizeResources, shown="resources", inherit=True, updatable=True),
     ] = DEFAULT_RESOURCES
     timeout_secs: Annotated[
         Annotated[int, _bounded("timeout_secs")] | None, Wire(shown="timeout_secs", inherit=True)
     ] = None
     entrypoint: Annotated[list[Str] | None, Wire(shown="entrypoint", inherit=True)] = None
-    network: Annotated[
-        Network | None, Wire(shown="network_policy", inherit=True, updatable=True, clears=True)
-    ] = None
+    network: Annotated[Network | None, Wire(shown="network_policy", inherit=True, updatable=True, clears=True)] = None
     snapshot_id: Annotated[NonBlank | None, Wire()] = None
     allow_unauthenticated_access: Annotated[
         Bool,
@@ -487,7 +495,11 @@ class SandboxSettings:
     exposed_ports: Annotated[Ports, Wire(shown="exposed_ports", inherit=True, updatable=True)] = ()
     auto_resume: Annotated[
         Bool,
-        Wire(request=Annotated[bool, Strict(), AfterValidator(_auto_resume_needs_name)], shown="auto_resume", updatable=True),
+        Wire(
+            request=Annotated[bool, Strict(), AfterValidator(_auto_resume_needs_name)],
+            shown="auto_resume",
+            updatable=True,
+        ),
     ] = True
     file_systems: Annotated[
         list[FileSystemMount],
@@ -558,7 +570,6 @@ class CreateBody(Body):
     """The fields only a create has (the settings are added by :func:`_request`)."""
 
     model_config = ConfigDict(
-        title="CreateSandboxRequest",
         json_schema_extra={
             "not": {
                 "required": ["auto_resume"],
@@ -572,20 +583,17 @@ class CreateBody(Body):
     wait: Bool | None = None
 
 
+def _update_rules(schema: dict[str, Any]) -> None:
+    """State PATCH's rules that span fields: any one field makes an update; a resize stands alone."""
+    schema["anyOf"] = [{"required": [key]} for key in schema.get("properties", {})]
+    schema["not"] = {"required": ["resources"], "properties": {"resources": {"type": "object"}}, "minProperties": 2}
+    schema["description"] = "at least one field; a resources resize stands alone"
+
+
 class UpdateBody(Body):
     """The fields only a PATCH has; the rules that span fields (at least one; a resize stands alone)."""
 
-    model_config = ConfigDict(
-        title="UpdateSandboxRequest",
-        json_schema_extra={
-            "not": {
-                "required": ["resources"],
-                "properties": {"resources": {"type": "object"}},
-                "minProperties": 2,
-            },
-            "description": "at least one field; a resources resize stands alone",
-        },
-    )
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _update_rules(schema))
 
     @model_validator(mode="before")
     @classmethod
@@ -596,7 +604,10 @@ class UpdateBody(Body):
 
     @model_validator(mode="after")
     def _resize_alone(self) -> UpdateBody:
-        if getattr(self, "resources", None) is not None and len(self.model_fields_set | set(self.model_extra or ())) > 1:
+        if (
+            getattr(self, "resources", None) is not None
+            and len(self.model_fields_set | set(self.model_extra or ())) > 1
+        ):
             raise refuse("invalid_update", "a resource resize cannot be combined with other update fields")
         return self
 
@@ -604,7 +615,7 @@ class UpdateBody(Body):
 B = TypeVar("B", bound="Body")
 
 
-def _request(base: type[B], kind: Literal["create", "update"]) -> type[B]:
+def _request(title: str, base: type[B], kind: Literal["create", "update"]) -> type[B]:
     """Derive a request body from the settings: each one it may set, optional, in its request type."""
     extra: dict[str, Any] = {}
     for name, (kept, wire) in SETTINGS.items():
@@ -617,17 +628,12 @@ def _request(base: type[B], kind: Literal["create", "update"]) -> type[B]:
         extra[name] = (taken | None, Field(default=None, **described))
         if wire.old_name is not None:
             extra[wire.old_name] = (taken | None, Field(default=None, json_schema_extra={"deprecated": True}))
-    model: type[B] = create_model(base.__name__.removesuffix("Body") + "Request", __base__=base, **extra)
+    model: type[B] = create_model(title, __base__=base, **extra)
     return model
 
 
-CreateRequest = _request(CreateBody, "create")
-UpdateRequest = _request(UpdateBody, "update")
-# The order of UpdateSandboxRequest's anyOf follows its properties: each one alone is an update.
-UpdateRequest.model_config["json_schema_extra"] = {
-    **dict(UpdateBody.model_config.get("json_schema_extra") or {}),  # type: ignore[arg-type]
-    "anyOf": [{"required": [key]} for key in UpdateRequest.model_fields],
-}
+CreateRequest = _request("CreateSandboxRequest", CreateBody, "create")
+UpdateRequest = _request("UpdateSandboxRequest", UpdateBody, "update")
 
 
 class SnapshotRequest(Record):

@@ -1,5 +1,7 @@
 """The TensorLake mock's rules, with no web stack: every decision the routes and the contract oracle share.
 
+* :mod:`.wire` - the wire records declared once (pydantic): request bodies, a sandbox's settings, resources;
+  :mod:`.answers` the answer bodies; :mod:`.refusals` pydantic's errors as TensorLake's error answers;
 * :mod:`.records` - sandboxes, snapshots and sessions as plain data, and their JSON forms;
 * :mod:`.validate` - request bodies and query parameters, checked completely before anything changes;
 * :mod:`.state` - :class:`TensorLakeModel`: the tenants' state and its transitions on the virtual clock;
@@ -12,7 +14,8 @@
 * :mod:`.admin` - the ``/_mock/tensorlake`` verbs (timings, sessions, create outcomes, API keys);
 * :mod:`.gate` - :class:`TensorLakeGate`, the egress gate a sandbox's commands go through.
 
-Importing this package loads no starlette, uvicorn or httpx.
+Importing this package loads no starlette, uvicorn or httpx (pydantic is not a web stack; its validators are
+built on first use).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ types are worded here, by what the declaration expected at the defect's location
 
 * a wrong type: 400 ``invalid_type``, e.g. ``timeout_secs must be an integer, got float``;
 * a number out of bounds: 400 ``invalid_value``, e.g. ``resources.cpus must be at most 256, got 1e+300``;
-* a body that is not an object: 400 ``invalid_type``, ``request body must be a JSON object``.
+* a body that is not an object: 400 ``invalid_type``, ``request body must be a JSON object`` (or what the
+  record's ``NOT_AN_OBJECT`` says, e.g. ``a file system mount must be an object``).
 
 Locations read as paths: ``resources.gpus[].count`` is the count of any GPU request.
 """
@@ -15,7 +16,8 @@ Locations read as paths: ``resources.gpus[].count`` is the count of any GPU requ
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -41,6 +43,8 @@ _EXPECTED = {
     "dataclass_type": "an object",
     "missing": None,
 }
+_OBJECT_TYPES = frozenset({"dict_type", "model_type", "model_attributes_type", "dataclass_type"})
+_NOT_AN_OBJECT = "request body must be a JSON object"
 #: Types whose message also names the type that came instead.
 _NAMES_GOT = frozenset({"bool_type", "int_type", "int_from_float", "string_type", "missing"})
 
@@ -61,14 +65,15 @@ def _label(loc: tuple[int | str, ...]) -> str:
     return text
 
 
-def refusal(error: Mapping[str, Any], *, item_of: str | None = None) -> ApiError:
-    """Return the TensorLake answer to one pydantic error (``item_of``: what a list's items should be)."""
+def refusal(error: Mapping[str, Any], *, declared: Any = None) -> ApiError:
+    """Return the TensorLake answer to one pydantic error (``declared``: the type declared at its location)."""
     kind, loc, ctx = str(error["type"]), tuple(error["loc"]), error.get("ctx") or {}
     if "status" in ctx and "message" in ctx:  # a rule's own refusal
         return ApiError(int(ctx["status"]), kind, str(ctx["message"]))
     label = _label(loc)
-    if not loc and kind in _EXPECTED:
-        return ApiError(400, "invalid_type", "request body must be a JSON object")
+    if kind in _OBJECT_TYPES and isinstance(declared, type) and issubclass(declared, BaseModel):
+        words = getattr(declared, "NOT_AN_OBJECT", None)
+        return ApiError(400, "invalid_type", words or (f"{label} must be an object" if loc else _NOT_AN_OBJECT))
     if kind == "greater_than_equal":
         return ApiError(
             400, "invalid_value", f"{label} must be at least {_bound(ctx['ge'])}, got {_short(error['input'])}"
@@ -79,37 +84,61 @@ def refusal(error: Mapping[str, Any], *, item_of: str | None = None) -> ApiError
         )
     if kind == "greater_than":
         return ApiError(400, "invalid_value", f"{label} must be positive")
-    if kind in _EXPECTED:
-        expected = _EXPECTED[kind] or "given"
-        got = None if kind == "missing" else error["input"]
-        if loc and isinstance(loc[-1], int) and item_of:  # an item of a list of plain values
-            return ApiError(400, "invalid_type", f"{_label(loc[:-1])} must be a list of {item_of}")
-        if kind in ("list_type", "tuple_type") and item_of:
-            return ApiError(400, "invalid_type", f"{label} must be a list of {item_of}")
-        tail = f", got {type(got).__name__}" if kind in _NAMES_GOT else ""
-        return ApiError(400, "invalid_type", f"{label} must be {expected}{tail}")
-    return ApiError(400, "invalid_value", f"{label}: {error['msg']}")
+    if kind not in _EXPECTED:
+        return ApiError(400, "invalid_value", f"{label}: {error['msg']}")
+    items = _items_of(declared)
+    if items is not None and (kind in ("list_type", "tuple_type") or isinstance(loc[-1], int)):
+        where = _label(loc[:-1]) if isinstance(loc[-1], int) else label
+        return ApiError(400, "invalid_type", f"{where} must be a list of {items}")
+    expected = _EXPECTED[kind] or _describe(declared)
+    got = None if kind == "missing" else error["input"]
+    tail = f", got {type(got).__name__}" if kind in _NAMES_GOT else ""
+    return ApiError(400, "invalid_type", f"{label} must be {expected}{tail}")
 
 
-def _items(model: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:
-    """Return "strings" or "integers" when the field at ``loc`` is a list of plain strings or integers."""
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        info = model.model_fields.get(part)
-        if info is None:
-            return None
-        text = repr(info.annotation)
-        nested = [
-            a for a in getattr(info.annotation, "__args__", ()) if isinstance(a, type) and issubclass(a, BaseModel)
-        ]
-        if nested and part != loc[-1] and not isinstance(loc[-1], int):
-            model = nested[0]
-            continue
-        if "list[" in text and "str" in text and "Model" not in text:
-            return "strings"
-        return None
+_PLAIN = {str: "a string", int: "an integer", bool: "a boolean", float: "a number"}
+
+
+def _describe(declared: Any) -> str:
+    """Return what a value of the declared type is, in words."""
+    return _PLAIN.get(declared, "given")
+
+
+def _items_of(declared: Any) -> str | None:
+    """Return "strings" when ``declared`` is a list of plain strings (the only list the mock words that way)."""
+    if get_origin(declared) is list and [_plain(a) for a in get_args(declared)] == [str]:
+        return "strings"
     return None
+
+
+def _plain(declared: Any) -> Any:
+    """Return the type under ``Annotated`` and ``| None``."""
+    while True:
+        if get_origin(declared) is Annotated:
+            declared = get_args(declared)[0]
+        elif get_origin(declared) in (Union, UnionType) and type(None) in get_args(declared):
+            rest = [a for a in get_args(declared) if a is not type(None)]
+            if len(rest) != 1:
+                return declared
+            declared = rest[0]
+        else:
+            return declared
+
+
+def _declared(model: type[BaseModel], loc: tuple[int | str, ...]) -> Any:
+    """Return the type declared at ``loc`` (the list when ``loc`` ends in an item), None when it is not a field."""
+    declared: Any = model
+    for position, part in enumerate(loc):
+        declared = _plain(declared)
+        if isinstance(part, int):
+            if get_origin(declared) not in (list, tuple) or position == len(loc) - 1:
+                return declared
+            declared = get_args(declared)[0]
+        elif isinstance(declared, type) and issubclass(declared, BaseModel) and part in declared.model_fields:
+            declared = declared.model_fields[part].annotation
+        else:
+            return None
+    return _plain(declared)
 
 
 def parse(model: type[M], body: Any, **context: Any) -> M:
@@ -118,4 +147,4 @@ def parse(model: type[M], body: Any, **context: Any) -> M:
         return model.model_validate(body, context=context or None)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise refusal(first, item_of=_items(model, tuple(first["loc"]))) from None
+        raise refusal(first, declared=_declared(model, tuple(first["loc"]))) from None

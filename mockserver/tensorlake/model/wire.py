@@ -21,10 +21,11 @@ Known deviations from the real service: the upper bounds of ``LIMITS`` (timeouts
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, Literal, Protocol, TypeVar, get_type_hints, runtime_checkable
+from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeVar, get_type_hints, runtime_checkable
 
 from pydantic import (
     AfterValidator,
@@ -192,9 +193,12 @@ EpochMs = Annotated[int, Field(description="epoch milliseconds")]
 
 
 class Record(BaseModel):
-    """A wire record: fields are read as declared (strictly typed); the class docstring is not its schema's."""
+    """A wire record: fields are read as declared (strictly typed), records are immutable.
 
-    model_config = ConfigDict(strict=True, frozen=True, use_attribute_docstrings=False, json_schema_mode_override=None)
+    Validators are built on first use (``defer_build``): importing the declarations costs little.
+    """
+
+    model_config = ConfigDict(strict=True, frozen=True, defer_build=True)
 
 
 # -- resources -------------------------------------------------------------------------------------
@@ -229,7 +233,11 @@ class Resources(Record):
         return cls.model_validate(data, strict=False)
 
 
-DEFAULT_RESOURCES = Resources(cpus=1.0, memory_mb=1024, disk_mb=DEFAULT_DISK_MB)
+@functools.cache
+def default_resources() -> Resources:
+    """Return the resources of a create that asks for none (made on first use, as the validators are)."""
+    return Resources(cpus=1.0, memory_mb=1024, disk_mb=DEFAULT_DISK_MB)
+
 
 Cpus = Annotated[float, Field(allow_inf_nan=False), _bounded("cpus", positive=True)]
 MemoryMb = Annotated[int, _bounded("memory_mb", minimum=1)]
@@ -267,7 +275,7 @@ class CreateResources(Record):
 
     def over(self, base: Resources | None) -> Resources:
         """Return these requests applied over ``base`` (the defaults when None)."""
-        start = base or DEFAULT_RESOURCES
+        start = base or default_resources()
         return Resources(
             cpus=start.cpus if self.cpus is None else self.cpus,
             memory_mb=start.memory_mb if self.memory_mb is None else self.memory_mb,
@@ -355,6 +363,8 @@ def _absent(value: object) -> bool:
 class FileSystemMount(Record):
     """A file-system mount of a sandbox; false flags and absent ids are left out of its JSON."""
 
+    NOT_AN_OBJECT: ClassVar[str] = "a file system mount must be an object"
+
     model_config = ConfigDict(extra="forbid")
 
     file_system_id: NonBlank
@@ -388,7 +398,7 @@ def _unique_paths(mounts: list[FileSystemMount]) -> list[FileSystemMount]:
 class NetworkConfigBody(BaseModel):
     """A ``network`` object as a request writes it (its rules are the reference policy's)."""
 
-    model_config = ConfigDict(extra="forbid", title="NetworkConfig")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     allow_internet_access: bool = True
     allow_out: list[
@@ -476,7 +486,7 @@ class SandboxSettings:
     resources: Annotated[
         Resources,
         Wire(request=CreateResources, update=ResizeResources, shown="resources", inherit=True, updatable=True),
-    ] = DEFAULT_RESOURCES
+    ] = field(default_factory=default_resources)
     timeout_secs: Annotated[
         Annotated[int, _bounded("timeout_secs")] | None, Wire(shown="timeout_secs", inherit=True)
     ] = None
@@ -651,7 +661,14 @@ def _snapshot_type(value: Any) -> Any:
     return value
 
 
-class DetachFileSystem(BaseModel):
+class DetachFileSystem(Record):
     """The body of a detach: the mount path to free."""
 
-    mount_path: Annotated[str, Strict()]
+    mount_path: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_path(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("mount_path"), str):
+            raise refuse("invalid_type", "mount_path must be a string")
+        return data

@@ -25,7 +25,7 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeVar, get_type_hints, runtime_checkable
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -244,15 +244,15 @@ MemoryMb = Annotated[int, _bounded("memory_mb", minimum=1)]
 DiskMb = Annotated[int, _bounded("disk_mb", minimum=1)]
 
 
-@runtime_checkable
-class Partial(Protocol):
+class Partial:
     """A setting a request gives in part: applied over the value kept (or inherited) so far."""
 
     def over(self, base: Any) -> Any:
         """Return the whole value: this part over ``base`` (None: the default)."""
+        raise NotImplementedError
 
 
-class CreateResources(Record):
+class CreateResources(Record, Partial):
     """The resources a create asks for; what it leaves out comes from the snapshot or the defaults."""
 
     model_config = ConfigDict(extra="allow")
@@ -549,6 +549,14 @@ def _no_pools(value: Any) -> Any:
     return value
 
 
+@functools.cache
+def _settings_of(body: type[BaseModel]) -> tuple[tuple[str, str | None, bool], ...]:
+    """Return the settings a body class takes: (name, deprecated name, whether null clears it)."""
+    return tuple(
+        (name, wire.old_name, wire.clears) for name, (_, wire) in SETTINGS.items() if name in body.model_fields
+    )
+
+
 class Body(Record):
     """A request body: unknown keys are kept (and journalled); the settings it names are :meth:`given`."""
 
@@ -557,13 +565,11 @@ class Body(Record):
     def given(self) -> dict[str, Any]:
         """Return the settings this body sets (``null`` is "not given" unless the setting ``clears``)."""
         found: dict[str, Any] = {}
-        for name, (_, wire) in SETTINGS.items():
-            if name not in type(self).model_fields:
-                continue
+        for name, old_name, clears in _settings_of(type(self)):
             value = getattr(self, name)
-            if value is None and wire.old_name is not None:
-                value = getattr(self, wire.old_name)
-            if value is not None or (wire.clears and name in self.model_fields_set):
+            if value is None and old_name is not None:
+                value = getattr(self, old_name)
+            if value is not None or (clears and name in self.model_fields_set):
                 found[name] = value
         return found
 

@@ -250,3 +250,23 @@ def test_the_markers_say_what_a_snapshot_keeps_and_sandbox_info_shows() -> None:
     )
     assert {SHOWN[name] for name in SHOWN} <= set(info)
     assert not {"secret_names", "template_id", "max_pending_secs", "snapshot_id"} & set(info)
+
+
+def test_sandbox_info_shows_each_setting_in_its_stored_form() -> None:
+    """``Sandbox.info`` writes the shown settings out itself (it is on the request path): as pydantic does."""
+    req = parse_create(
+        {
+            "name": "box",
+            "resources": {"gpus": [{"count": 2}]},
+            "network": {"deny_out": ["10.0.0.0/8"]},
+            "exposed_ports": [81, 80],
+            "file_systems": [{"file_system_id": "f", "mount_path": "/m", "prefetch": True}],
+            "entrypoint": ["a"],
+        },
+        resolve,
+    )
+    given = req.given()
+    given["resources"] = given["resources"].over(None)
+    sb = _sandbox(**given)
+    info, stored = sb.info(sandbox_url=None, ingress_endpoint=None), sb.dump(with_fs=False)
+    assert {key: info[key] for key in SHOWN.values()} == {key: stored[name] for name, key in SHOWN.items()}

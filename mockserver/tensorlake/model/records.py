@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, SkipValidation, TypeAdapter
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import to_jsonable_python
 
 from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
@@ -197,7 +198,7 @@ class Sandbox(SandboxSettings):
 
 
 def _json(value: Any) -> Any:
-    """Return a setting's JSON form: its record's own (``to_json``), a list for a sequence, else the value.
+    """Return a setting's JSON form: its record's own (``to_json``), else pydantic's (plain values as they are).
 
     The same form pydantic's serialisation of the record gives (a test holds them together); written out
     because SandboxInfo is built on the request path, where this is a quarter of pydantic's cost.
@@ -206,7 +207,10 @@ def _json(value: Any) -> Any:
         return value
     if isinstance(value, _SEQUENCES):
         return [_json(item) for item in value]
-    return value.to_json()
+    if isinstance(value, dict):
+        return {key: _json(item) for key, item in value.items()}
+    to_json = getattr(value, "to_json", None)
+    return to_json() if to_json is not None else to_jsonable_python(value)
 
 
 _PLAIN = (str, int, float, type(None))

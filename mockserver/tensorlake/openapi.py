@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from .model import answers, wire
+from .model import answers, settings, wire
 
 __all__ = ["DOCUMENT_PATH", "OPERATIONS", "Operation", "document", "main", "rendered"]
 
@@ -231,11 +231,11 @@ OPERATIONS: tuple[Operation, ...] = (
 
 #: The request records the operations take (validation mode) and the answers they give (serialisation mode).
 REQUESTS: tuple[type[BaseModel], ...] = (
-    wire.CreateRequest,
-    wire.UpdateRequest,
+    settings.CreateRequest,
+    settings.UpdateRequest,
     wire.FileSystemMount,
-    wire.DetachFileSystem,
-    wire.SnapshotRequest,
+    settings.DetachFileSystem,
+    settings.SnapshotRequest,
 )
 
 
@@ -267,7 +267,7 @@ RENAMES = {"NetworkConfigBody": "NetworkConfig"}
 def _docstrings() -> set[str]:
     """Return the docstrings of the declarations (pydantic would describe each schema with its class's)."""
     found = set()
-    for module in (wire, answers):
+    for module in (wire, settings, answers):
         for value in vars(module).values():
             if isinstance(value, type) and value.__doc__:
                 found.add(inspect.cleandoc(value.__doc__))

@@ -1,7 +1,7 @@
 """The TensorLake mock's rules, with no web stack: every decision the routes and the contract oracle share.
 
-* :mod:`.wire` - the wire records declared once (pydantic): request bodies, a sandbox's settings, resources;
-  :mod:`.answers` the answer bodies; :mod:`.refusals` pydantic's errors as TensorLake's error answers;
+* :mod:`.settings` - a sandbox's settings declared once, and the create and PATCH bodies derived from them;
+  :mod:`.wire` the value types, resources, mounts and policies; :mod:`.answers` the answer bodies; :mod:`.refusals` pydantic's errors as TensorLake's error answers;
 * :mod:`.records` - sandboxes, snapshots and sessions as plain data, and their JSON forms;
 * :mod:`.validate` - request bodies and query parameters, checked completely before anything changes;
 * :mod:`.state` - :class:`TensorLakeModel`: the tenants' state and its transitions on the virtual clock;

@@ -3,8 +3,8 @@
 The answers themselves are built by the model (:meth:`.records.Sandbox.info`, :mod:`.lifecycle`) as plain
 dicts, cached per revision; these classes declare their shape once so that
 :mod:`mockserver.tensorlake.openapi` can generate the document, and the tests check every answer against it.
-SandboxInfo's settings come from :class:`.wire.SandboxSettings` (each shown setting under its
-:class:`.wire.Wire` key), so a new shown setting needs no edit here.
+SandboxInfo's settings come from :class:`.settings.SandboxSettings` (each shown setting under its
+:class:`.settings.Wire` key), so a new shown setting needs no edit here.
 
 Only the generator and the tests import this module; the served mock never does.
 """
@@ -15,9 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .settings import SETTINGS, SHOWN
 from .wire import (
-    SETTINGS,
-    SHOWN,
     SNAPSHOT_STATUSES,
     STATUSES,
     EpochMs,

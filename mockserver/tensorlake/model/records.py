@@ -1,7 +1,7 @@
 """State records of the TensorLake mock (sandboxes, snapshots, sessions) and their JSON forms.
 
 Records hold plain data only; the rules that change them live in :mod:`.state`. A sandbox's settings are
-declared in :mod:`.wire` (with the resources and resize records), so its stored form and SandboxInfo follow
+declared in :mod:`.settings` (the resources and resize records in :mod:`.wire`), so its stored form and SandboxInfo follow
 them. Times are virtual epoch seconds; the wire shows them as epoch milliseconds.
 """
 
@@ -21,7 +21,8 @@ from pydantic_core import to_jsonable_python
 from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
-from .wire import DEFAULT_DISK_MB, INHERITED, SHOWN, STATUSES, ResourceResize, Resources, SandboxSettings
+from .settings import INHERITED, SHOWN, SandboxSettings
+from .wire import DEFAULT_DISK_MB, STATUSES, ResourceResize, Resources
 
 __all__ = [
     "DEFAULT_DISK_MB",
@@ -75,13 +76,13 @@ def inherited_settings(config: dict[str, Any]) -> dict[str, Any]:
     return {name: getattr(kept, name) for name in INHERITED if name in config}
 
 
-#: The lifecycle keys of SandboxInfo (the shown settings follow them; see :data:`.wire.SHOWN`).
+#: What a record caches: its revision, the origin's two URLs and the SandboxInfo built for them.
 _WireCache = tuple[int, str | None, str | None, WireDict]
 
 
 @dataclass(kw_only=True)
 class Sandbox(SandboxSettings):
-    """One sandbox: its settings (:class:`~.wire.SandboxSettings`, declared once) and its lifecycle.
+    """One sandbox: its settings (:class:`~.settings.SandboxSettings`, declared once) and its lifecycle.
 
     The filesystem is built on first use (its timestamps are then those of the first use).
     ``network`` always holds an immutable :class:`NetworkConfig` (or None), so replacing it is one

@@ -17,19 +17,16 @@ from typing import Any
 from mockserver.core.errors import ApiError
 
 from .refusals import parse
-from .wire import (
-    LIMITS,
-    MANAGEMENT_PORT,
+from .settings import (
     Body,
     CreateBody,
     CreateRequest,
     DetachFileSystem,
-    FileSystemMount,
-    Resolver,
     SnapshotRequest,
     UpdateBody,
     UpdateRequest,
 )
+from .wire import LIMITS, MANAGEMENT_PORT, FileSystemMount, Resolver
 
 __all__ = [
     "LIMITS",

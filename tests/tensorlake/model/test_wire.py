@@ -8,8 +8,8 @@ import pytest
 
 from mockserver.core.errors import ApiError
 from mockserver.tensorlake.model.records import Sandbox
+from mockserver.tensorlake.model.settings import INHERITED, SETTINGS, SHOWN
 from mockserver.tensorlake.model.validate import parse_create, parse_mount, parse_patch
-from mockserver.tensorlake.model.wire import INHERITED, SETTINGS, SHOWN
 
 
 def resolve(name: str) -> list[str]:

@@ -40,13 +40,12 @@ import shutil
 import signal as signals
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
 from mockserver.linux import ExitStatus, LinuxProcess, LinuxSandbox, OutputChunk, SandboxStateError, SpawnError
 
-from .commands import PING_INTERVAL, CommandRuntime, EventQueue
+from .commands import NOT_PERSISTED, PING_INTERVAL, CommandRuntime, EventQueue, SessionState
 from .model.execd import RunRequest, error_event, new_command
 from .model.records import CommandRecord, SandboxRecord
 
@@ -72,7 +71,6 @@ LOG_BYTES_LIMIT = 16 * 1024 * 1024
 EVENTS_QUEUED = 256
 ENV_START, ENV_END = "__ENV_DUMP_START__", "__ENV_DUMP_END__"
 PWD_MARK, EXIT_MARK = "__PWD__:", "__EXIT_CODE__:"
-_NOT_PERSISTED = frozenset({"PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "_", "SHLVL", "OLDPWD", "PWD"})
 _EXPORT = re.compile(r'^declare -x ([A-Za-z_][A-Za-z0-9_]*)(?:="(.*)")?$')
 
 
@@ -212,15 +210,6 @@ class LinuxExecution(EventQueue):
         return [line for line in lines if line and (marker is None or not marker(line))]
 
 
-@dataclass
-class SessionState:
-    """A bash session's state between runs: its exported variables and working directory."""
-
-    cwd: str
-    env: dict[str, str] = field(default_factory=dict)
-    started: bool = False
-
-
 class SessionRun:
     """The markers one session run prints at its end: its variables, directory and exit code."""
 
@@ -239,7 +228,7 @@ class SessionRun:
             self.in_env = False
         elif self.in_env:
             match = _EXPORT.match(line)
-            if match and match.group(1) not in _NOT_PERSISTED:
+            if match and match.group(1) not in NOT_PERSISTED:
                 self.env[match.group(1)] = _unquote(match.group(2) or "")
         elif line.startswith(PWD_MARK):
             self.pwd = line[len(PWD_MARK) :]
@@ -299,7 +288,6 @@ class LinuxCommandRuntime(CommandRuntime):
         super().__init__(clock, ids, dns, enforcement, factory=_no_runner)
         self.sandbox_of = sandbox_of
         self.on_oom = on_oom
-        self.sessions: dict[tuple[str, str], SessionState] = {}
 
     def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, LinuxExecution]:
         """Record the command and start it (a foreground one streams its events)."""
@@ -344,15 +332,6 @@ class LinuxCommandRuntime(CommandRuntime):
         )
         execution.start()
         return record, execution
-
-    def forget_session(self, sb: SandboxRecord, session_id: str) -> None:
-        """Drop a deleted session's state."""
-        self.sessions.pop((sb.id, session_id), None)
-
-    def clear(self) -> None:
-        """Forget every session (the sandboxes are gone or replaced)."""
-        super().clear()
-        self.sessions.clear()
 
 
 def _no_runner(sb: SandboxRecord, gate: object) -> Any:

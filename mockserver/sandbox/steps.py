@@ -27,10 +27,23 @@ class Sleep:
 
 
 @dataclass(frozen=True)
+class ShellEnd:
+    """A shell's variables and working directory when it ended (what a bash session keeps for its next run)."""
+
+    cwd: str
+    env: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class Exit:
-    """End the command with exit status `code`; always the last step."""
+    """End the command with exit status `code`; always the last step.
+
+    The emulator's top-level shell also reports where it ended (``shell``), so a session can carry its
+    variables and directory to its next run; other runners leave it None. It takes no part in comparisons.
+    """
 
     code: int
+    shell: ShellEnd | None = field(default=None, compare=False, repr=False)
 
 
 Step = Output | Sleep | Exit

@@ -3,7 +3,8 @@
 On the command emulator the code interpreter's routes answer :func:`~..model.code.not_supported`.
 
 Commands run on the :class:`~..commands.CommandRuntime`; a foreground command's events stream as execd's
-SSE frames, and a client that goes away abandons its command (:func:`~..model.execd.abandon`).
+SSE frames, and a client that goes away abandons its command (:func:`~..model.execd.abandon`). A session's
+run is the runtime's too (:meth:`~..commands.CommandRuntime.start_session_run`): it keeps the session's state.
 """
 
 from __future__ import annotations
@@ -46,9 +47,12 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
     """Return the command, session and metrics routes of the sandbox the port gate admitted."""
     clock = ctx.clock
 
-    def stream(request: Request, sb: SandboxRecord, run: RunRequest) -> Response:
+    def stream(request: Request, sb: SandboxRecord, run: RunRequest, session: str | None = None) -> Response:
         notes(request.scope).unknown_fields.extend(run.unknown_fields)
-        record, execution = ctx.commands.start(sb, run)
+        if session is None:
+            record, execution = ctx.commands.start(sb, run)
+        else:
+            record, execution = ctx.commands.start_session_run(sb, session, run)
         init = {"type": "init", "text": record.id, "timestamp": clock.now_ms()}
 
         async def events() -> AsyncIterator[bytes]:
@@ -90,10 +94,13 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
     async def run_in_session(request: Request) -> Response:
         sb = sandbox_of(request)
         body = await read_json(request, empty=None)
-        return stream(request, sb, execd.prepare_session_run(sb, request.path_params["sid"], body))
+        sid = request.path_params["sid"]
+        return stream(request, sb, execd.prepare_session_run(sb, sid, body), session=sid)
 
     async def delete_session(request: Request) -> Response:
-        execd.delete_session(sandbox_of(request), request.path_params["sid"])
+        sb = sandbox_of(request)
+        execd.delete_session(sb, request.path_params["sid"])
+        ctx.commands.forget_session(sb, request.path_params["sid"])
         return Response(status_code=200)
 
     async def create_pty(request: Request) -> Response:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mockserver.core.dns import SANDBOX_RESOLVER
+
 FsErrorCode = Literal[
     "not_found",
     "is_a_directory",
@@ -255,7 +257,7 @@ class FileSystem:
         files = {
             "/etc/hostname": f"{hostname}\n",
             "/etc/hosts": f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{hostname}\n",
-            "/etc/resolv.conf": "nameserver 10.0.0.2\n",
+            "/etc/resolv.conf": f"nameserver {SANDBOX_RESOLVER}\n",
             "/etc/passwd": "root:x:0:0:root:/root:/bin/bash\n"
             + ("" if uid == 0 else f"{self.user}:x:{uid}:{uid}::{home}:/bin/bash\n"),
         }

@@ -12,7 +12,8 @@ body is ``{"code", "message", "error"}`` (``error`` mirrors ``message``), which 
 PTY sessions (``POST /api/v1/pty`` -> ``{"session_id", "token"}``, then a WebSocket on
 ``/api/v1/pty/{id}/ws`` presenting the token in ``X-PTY-Token`` or ``?token=``) and TCP tunnels (a WebSocket
 on ``/api/v1/tunnels/tcp?port=N`` per connection, raw bytes in binary messages) are served by a runtime that
-has terminals (``runtime="linux"``); the emulator answers them 501 ``not_supported``.
+has terminals (``runtime="linux"``); the emulator answers them 501 ``not_supported`` (a WebSocket gets it as
+the HTTP answer to its upgrade).
 
 Known deviations from the real daemon: with the emulator, a sandbox's files hold at most 16 MiB (in the mock's
 memory), not its ``disk_mb``, and a write beyond that answers 507 ``no_space`` (this mock's status) and writes

@@ -9,7 +9,11 @@ PTY sessions and TCP tunnels (a runtime with terminals only, else 501) are WebSo
 frames are the SDK's (first byte 0x00 data, 0x01 resize with big-endian ``cols, rows``, 0x02 ready from the
 client, 0x03 exit with a big-endian ``int32`` code from the server, which then closes with reason
 ``exit:<code>``); a tunnel relays raw bytes in binary messages to one TCP connection inside the sandbox.
-A refused WebSocket is closed before it is accepted (the client sees HTTP 403).
+A refused WebSocket gets the daemon's HTTP answer instead of the upgrade (501 ``not_supported`` on a runtime
+without terminals, 400 for a bad ``?port=``, 404/401 for a PTY session or its token), as execd's PTY route
+does on the OpenSandbox side; a server without the ASGI ``websocket.http.response`` extension accepts it and
+closes it at once with code ``4000 + status`` and the error code as the reason, so a refusal never reads as
+the proxy's 403.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from ..model.daemon import Daemon, ProcessRecord
 from ..model.records import Sandbox
 from ..model.state import TensorLakeModel
 from ..processes import ProcessRuntime, Terminal
-from .common import SANDBOX_KEY, daemon_error_handler
+from .common import SANDBOX_KEY, daemon_error, daemon_error_handler
 
 OP_DATA, OP_RESIZE, OP_READY, OP_EXIT = 0x00, 0x01, 0x02, 0x03
 
@@ -268,7 +272,7 @@ class ManagementApi:
                 raise rules.unsupported()
             session = rules.pty_session(self.model.daemon_of(sandbox), websocket.path_params["session"], token)
         except ApiError as refusal:
-            await websocket.close(code=1008, reason=refusal.code)
+            await _deny(websocket, refusal)
             return
         terminal = self.terminals.get((sandbox.id, session.session_id))
         if terminal is None:
@@ -310,7 +314,7 @@ class ManagementApi:
             port = rules.tunnel_port(websocket.query_params.get("port"))
             reader, writer = await self.runtime.open_port(sandbox, port)
         except ApiError as refusal:
-            await websocket.close(code=1008, reason=refusal.code)
+            await _deny(websocket, refusal)
             return
         except OSError:
             await websocket.close(code=1011, reason="connection refused")
@@ -338,6 +342,15 @@ class ManagementApi:
             writer.close()
             with contextlib.suppress(OSError, ConnectionError):
                 await writer.wait_closed()
+
+
+async def _deny(websocket: WebSocket, refusal: ApiError) -> None:
+    """Refuse a WebSocket with the daemon's HTTP answer where the server can send one, else accept and close it."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(daemon_error(refusal))
+    else:
+        await websocket.accept()
+        await websocket.close(code=4000 + refusal.status, reason=refusal.code)
 
 
 async def _until_first(*jobs: Any) -> None:

@@ -30,7 +30,7 @@ from .shell import (
 )
 from .shell import AndOr as AndOrNode
 from .specials import MAX_DEPTH, SHELL_ONLY, SHELLS, ShellExit, SpecialBuiltins, Status
-from .steps import Completed, Exit, Handler, Invocation, Output, ShellEnd, Sleep, Step, Stream, err
+from .steps import Completed, Exit, Handler, Invocation, Output, ShellEnd, Sleep, Step, Stream, WaitStdin, err
 
 BIN_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"})
 _PATHABLE_SPECIALS = frozenset({"which", "env", "timeout"}) | SHELLS
@@ -167,6 +167,8 @@ class CommandEmulator(SpecialBuiltins):
                     if timeout is not None and slept + step.seconds > timeout:
                         return Completed(bytes(stdout), bytes(stderr), 124, timeout, timed_out=True)
                     slept += step.seconds
+                elif isinstance(step, WaitStdin):
+                    step.pipe.closed = True  # nothing writes to it while a command runs to completion
                 else:
                     return Completed(bytes(stdout), bytes(stderr), step.code, slept)
         finally:

@@ -167,7 +167,7 @@ class ManagementApi:
         return JSONResponse(rules.signal_body(running))
 
     async def stdin(self, request: Request) -> Response:
-        """Feed bytes to a process's stdin (the emulator drops them)."""
+        """Feed bytes to a process's stdin pipe."""
         daemon, proc = self.find(request)
         data = await read_body(request)
         rules.stdin_target(proc)

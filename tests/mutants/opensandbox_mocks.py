@@ -2,7 +2,7 @@
 
 Every mutant is the real :class:`OpenSandboxMock` with one plausible defect, planted by swapping the class of
 its state model, overriding one hook, or wrapping its ASGI app. ``killed_by`` names the machine rules (or
-``invariant``) whose check is expected to report it; ``operation`` is the machine's rule group aimed at it and
+``invariant``) whose check is expected to report it; ``caught_by`` is the machine's rule group aimed at it and
 ``contract`` the tagged contract expected to kill it. A mutant that differs only where the sources are silent says
 why in ``choice``: only a choice contract (failing ``--strict`` runs) can kill it.
 """
@@ -478,7 +478,7 @@ class MockMutant:
 
     name: str
     defect: str
-    operation: str
+    caught_by: str
     killed_by: frozenset[str]
     build: Callable[[], OpenSandboxMock]
     contract: str = ""

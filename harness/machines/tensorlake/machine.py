@@ -34,10 +34,9 @@ proxy forwards) is ``spec`` or ``observed``; representation (the exact status am
 codes, the stored policy form, the rest of the body) is ``choice``. A check that fails the run raises
 :class:`ContractViolation` naming the rule, with the contract attached; a differing choice is recorded in the
 test's ledger and the machine goes on. Hypothesis shrinks a failure to a minimal program
-and prints it (the costly ``explain`` phase is skipped), and :func:`run_machine` adds the seed and the
-command line that replays it. :func:`check_mock` runs the machine against an in-process mock object, and
-:func:`kills_mutant` is the judge :mod:`harness.reporting.mutation` takes for wrong mocks (what killed one, by
-contract and strength).
+and prints it (the costly ``explain`` phase is skipped). Running it (seeded runs with a replay line, runs
+against an in-process mock, the judge of wrong mocks) is :mod:`harness.machines.tensorlake.run`, which imports
+this module and never the other way round.
 
 Layout: :mod:`harness.machines.tensorlake.compare` (predictions, normalisation, diffs),
 :mod:`harness.machines.tensorlake.requests` (request strategies), :mod:`harness.machines.tensorlake.probes` (probe
@@ -45,7 +44,7 @@ destinations and predictions, SSE, resolvers), :mod:`harness.machines.tensorlake
 :mod:`harness.machines.tensorlake.driver` (rule groups, config, HTTP plumbing), :mod:`harness.machines.tensorlake.answers`
 (the answer checks), :mod:`harness.machines.tensorlake.ingress` and :mod:`harness.machines.tensorlake.steps` (the steps
 rules share) and :mod:`harness.machines.tensorlake.run` (clients, settings, seeded runs, mock and mutant
-runs); this module holds the rules and :func:`make_machine`, and re-exports the public names.
+runs); this module holds the rules and :func:`make_machine`, and re-exports the names the rules are made of.
 """
 
 from __future__ import annotations
@@ -96,15 +95,6 @@ from harness.machines.tensorlake.requests import (
     patch_bodies,
     seed_bodies,
 )
-from harness.machines.tensorlake.run import (
-    MUTANT_SEEDS,
-    check_mock,
-    http_clients,
-    kill_plan,
-    kills_mutant,
-    machine_settings,
-    run_machine,
-)
 from harness.machines.tensorlake.steps import MachineSteps
 from harness.strength import Contract, observed
 from harness.strength.observations import capture
@@ -116,7 +106,6 @@ __all__ = [
     "CONTRACTS",
     "DEFAULT_KEY",
     "DNS_ENTRIES",
-    "MUTANT_SEEDS",
     "OPERATIONS",
     "ContractViolation",
     "Expected",
@@ -128,18 +117,12 @@ __all__ = [
     "RunResult",
     "SandboxHandle",
     "TensorLakeAPIMachine",
-    "check_mock",
     "default_resolve",
     "destinations",
     "expect_probe",
-    "http_clients",
-    "kill_plan",
-    "kills_mutant",
-    "machine_settings",
     "make_machine",
     "normalise_info",
     "parse_sse",
-    "run_machine",
     "system_resolve",
 ]
 

@@ -9,18 +9,20 @@ from __future__ import annotations
 import pytest
 
 from harness.machines.tensorlake.machine import (
-    MUTANT_SEEDS,
     OPERATIONS,
     ContractViolation,
+    make_machine,
+    parse_sse,
+)
+from harness.machines.tensorlake.run import (
+    MUTANT_SEEDS,
     check_mock,
     http_clients,
     kills_mutant,
     machine_settings,
-    make_machine,
-    parse_sse,
     run_machine,
+    run_mock,
 )
-from harness.machines.tensorlake.run import run_mock
 from harness.machines.tensorlake.steps import framing_problem
 from harness.reporting.mutation import load_mutants, mutation_score
 from harness.strength import ledger

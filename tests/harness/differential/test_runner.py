@@ -461,7 +461,9 @@ def test_relative_times_and_deviation_matching() -> None:
     assert RelTime(60, "plus2").render(anchor)[0] == "2030-01-01T02:01:00.500000+02:00"
     assert RelTime(-60, "naive").render(anchor)[0] == "2029-12-31T23:59:00.500000"
     [endpoint] = [d for d in KNOWN_DEVIATIONS if d.operation == "endpoint:direct*"]
-    assert endpoint.covers("endpoint:direct-execd", "body.endpoint")
+    own = '"<host-port>/proxy/44772" -> "<server>/direct/sb-1/44772"'
+    assert endpoint.covers("endpoint:direct-execd", "body.endpoint", own)
+    assert not endpoint.covers("endpoint:direct-execd", "body.endpoint", '"<host-port>/proxy/44772" -> "<host-port>:1"')
     assert not endpoint.covers("endpoint:server-proxy", "body.endpoint")
     assert not endpoint.covers("endpoint:direct-execd", "status")
     f10 = Deviation("endpoint:invalid-port*", "status", "400", "404", "example", "F10", "400 -> 404")

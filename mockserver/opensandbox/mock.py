@@ -197,6 +197,7 @@ class OpenSandboxMock(HttpMock):
 
         self.capacity.set_room(has_room)
         linux = LinuxSandboxes(self.state, self.config, self.dns, self._sandbox_limits)
+        linux.follow_clock(self.clock)
         self.linux = linux
         self.commands = LinuxCommandRuntime(
             self.clock, self.ids, self.dns, self.config.enforcement, linux.ensure_async, linux.oom

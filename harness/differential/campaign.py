@@ -171,9 +171,11 @@ def mock_for_differential(real: RealOpenSandboxServer) -> OpenSandboxMock:
 def sides(settings: Settings | None = None) -> Iterator[tuple[Side, Side]]:
     """Start the real server from its configuration (`settings` over the run's own) and a served mock from the
     same file; yield their sides."""
-    with RealOpenSandboxServer(api_key=KEY, settings=settings) as real:
-        with mock_for_differential(real).server() as served:
-            yield Side("real", real.url, KEY), Side("mock", served.url, KEY)
+    with (
+        RealOpenSandboxServer(api_key=KEY, settings=settings) as real,
+        mock_for_differential(real).server() as served,
+    ):
+        yield Side("real", real.url, KEY), Side("mock", served.url, KEY)
 
 
 def main(argv: list[str] | None = None) -> int:

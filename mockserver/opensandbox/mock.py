@@ -48,6 +48,7 @@ from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
 from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
+from .model.server_file import ServerFile
 from .model.state import OpenSandboxState
 from .routes import admin
 from .routes.diagnostics import diagnostics_routes
@@ -88,7 +89,10 @@ class OpenSandboxMock(HttpMock):
     replaces the shared command emulator. ``runtime`` is ``"emulator"`` (default) or ``"linux"`` (see the module
     docstring). ``capacity`` caps the live sandboxes (shared with the server's other mock; a full server answers
     create 429 ``POOL_CAPACITY_EXHAUSTED``). ``sandbox_limits`` are the linux sandboxes' default limits
-    (:mod:`mockserver.linux.limits`).
+    (:mod:`mockserver.linux.limits`). ``config`` is the real server's own configuration file, read
+    (:func:`~.model.server_file.load_server_file`): it sets the runtime profile, the key (when ``api_key`` is
+    None), the egress image and mode, the maximum timeout, the endpoints' shape and host, the bridge port range
+    and the host-volume allow-list, over the keyword arguments that set the same things.
     """
 
     provider = "opensandbox"
@@ -117,6 +121,7 @@ class OpenSandboxMock(HttpMock):
         runtime: RuntimeName = "emulator",
         capacity: Capacity | None = None,
         sandbox_limits: SandboxLimits | None = None,
+        config: ServerFile | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -128,15 +133,23 @@ class OpenSandboxMock(HttpMock):
         self.runtime_name: RuntimeName = runtime
         self._sandbox_limits = sandbox_limits
         self.linux: LinuxSandboxes | None = None
+        settings: dict[str, Any] = {
+            "enforcement": enforcement_mode,
+            "allowed_host_paths": tuple(allowed_host_paths),
+            "egress_image": egress_image,
+        }
+        if config is not None:
+            settings.update(config.settings())
+            profile = config.profile
+            api_key = config.api_key if api_key is None else api_key
+        self.server_file = config
         self.config = ServerConfig(
             access=KeyTable.from_option(api_key),
             execd_token=execd_token,
             egress_token=egress_token,
-            enforcement=enforcement_mode,
             snapshot_seconds=snapshot_seconds,
             user_ports=True,
-            allowed_host_paths=tuple(allowed_host_paths),
-            egress_image=egress_image,
+            **settings,
         )
         self.profile = make_profile(
             profile,
@@ -157,7 +170,7 @@ class OpenSandboxMock(HttpMock):
             linux, live = self._compose_linux()
         else:
             self.commands = CommandRuntime(
-                self.clock, self.ids, self.dns, enforcement_mode, runner_factory or self.make_runner
+                self.clock, self.ids, self.dns, self.config.enforcement, runner_factory or self.make_runner
             )
         self.catalogue = FaultCatalogue(self)
         services: dict[int, ASGIApp] = {  # each built on its first request

@@ -36,10 +36,11 @@ from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
 from mockserver.core.capacity import Capacity
 from mockserver.core.changes import Persistent
+from mockserver.runtime.emulator import Runner
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
-from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner
+from .commands import CommandRuntime, EmulatorCommands, RunnerFactory, emulator_runner
 from .faults import FaultCatalogue
 from .model import admin as admin_model
 from .model import faults as model_faults
@@ -156,7 +157,7 @@ class OpenSandboxMock(HttpMock):
         if runtime == "linux":
             linux, live = self._compose_linux()
         else:
-            self.commands = CommandRuntime(
+            self.commands = EmulatorCommands(
                 self.clock, self.ids, self.dns, enforcement_mode, runner_factory or self.make_runner
             )
         self.catalogue = FaultCatalogue(self)
@@ -175,6 +176,7 @@ class OpenSandboxMock(HttpMock):
     def _compose_linux(self) -> tuple[LinuxSandboxes, list[BaseRoute]]:
         """Build the linux runtime's parts; return them and the execd routes only it serves."""
         from mockserver.linux.fdlimit import has_room
+        from mockserver.runtime.linux import LinuxBackend
 
         from .linux_code import CodeContexts
         from .linux_pty import PtySessions
@@ -185,12 +187,11 @@ class OpenSandboxMock(HttpMock):
         self.capacity.set_room(has_room)
         linux = LinuxSandboxes(self.state, self.config, self.dns, self._sandbox_limits)
         self.linux = linux
-        self.commands = LinuxCommandRuntime(
-            self.clock, self.ids, self.dns, self.config.enforcement, linux.ensure_async, linux.oom
-        )
-        self.code_contexts = CodeContexts(self.clock, self.ids, linux.ensure_async)
-        self.ptys = PtySessions(linux.ensure_async, lambda: self.ids.token(16, "0123456789abcdef"))
-        routes = live_routes(LiveContext(self.clock, self.commands, self.code_contexts, self.ptys, linux.ensure_async))
+        backend = LinuxBackend(linux.ensure_async)
+        self.commands = LinuxCommandRuntime(self.clock, self.ids, backend, linux.oom)
+        self.code_contexts = CodeContexts(self.clock, self.ids, backend)
+        self.ptys = PtySessions(backend, lambda: self.ids.token(16, "0123456789abcdef"))
+        routes = live_routes(LiveContext(self.clock, self.commands, self.code_contexts, self.ptys, backend))
         return linux, routes
 
     def close(self) -> None:
@@ -309,10 +310,6 @@ class OpenSandboxMock(HttpMock):
     def api_key(self) -> str | None:
         """Return a key clients may send (None when auth is off)."""
         return self.config.access.client_key()
-
-    def runner_for(self, sb: SandboxRecord) -> Runner:
-        """Return the command runner of a sandbox (its egress obeys the sandbox's current policy)."""
-        return self.commands.runner_for(sb)
 
     def sandbox(self, sandbox_id: str) -> SandboxRecord:
         """Return a live sandbox by id (any tenant); raise KeyError when there is none."""

@@ -204,9 +204,11 @@ class TensorLakeMock(HttpMock):
     def runtime(self) -> ProcessRuntime:
         """Return the process runtime the management API runs commands in (built on first use)."""
         if self.linux is not None:
+            from mockserver.runtime.linux import LinuxBackend
+
             from .linux_runtime import LinuxProcessRuntime
 
-            return LinuxProcessRuntime(self.clock, self.linux.ensure_async)
+            return LinuxProcessRuntime(self.clock, LinuxBackend(self.linux.ensure_async))
         from .processes import EmulatorRuntime
 
         return EmulatorRuntime(self.clock, self.emulator_for)

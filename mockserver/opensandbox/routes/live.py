@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from starlette.requests import Request
@@ -24,7 +24,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_json
 from mockserver.core import ApiError, VirtualClock
-from mockserver.linux import LinuxSandbox, SpawnError
+from mockserver.runtime.linux import LinuxBackend, SpawnError
 
 from ..linux_code import CodeContexts
 from ..linux_pty import Holder, PtySession, PtySessions
@@ -49,7 +49,7 @@ class LiveContext:
     commands: LinuxCommandRuntime
     code: CodeContexts
     ptys: PtySessions
-    sandbox_of: Callable[[SandboxRecord], Awaitable[LinuxSandbox]]
+    backend: LinuxBackend[SandboxRecord]
     samples: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
@@ -88,8 +88,7 @@ def live_routes(ctx: LiveContext) -> list[BaseRoute]:
 
     async def metrics(request: Request) -> Response:
         sb = sandbox_of(request)
-        sandbox = await ctx.sandbox_of(sb)
-        usage = await asyncio.to_thread(sandbox.usage)
+        usage = await ctx.backend.usage(sb)
         now = time.monotonic()
         last = ctx.samples.get(sb.id)
         ctx.samples[sb.id] = (now, usage.cpu_seconds)
@@ -226,8 +225,7 @@ async def _serve_pty(
     """Start the shell if needed, replay, announce, then relay both ways until the shell ends or the client goes."""
     try:
         if session.process is None:
-            sandbox = await ctx.sandbox_of(sb)
-            await session.start(sandbox, attach.pipe, dict(sb.spec.env))
+            await session.start(ctx.backend, sb, attach.pipe)
     except (SpawnError, OSError) as exc:
         await websocket.send_text(pty_rules.error_frame("START_FAILED", str(exc)))
         await websocket.close()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
 from mockserver.runtime import EMULATOR, Capabilities
@@ -28,6 +28,8 @@ from mockserver.runtime.emulator import EmulatorBackend, Runner
 from mockserver.sandbox.network import HttpTable
 from mockserver.sandbox.steps import Exit, Output, Sleep
 
+from .execution import RunningCommand
+from .model import execd
 from .model.egress import PolicyGate, effective_policy
 from .model.execd import RunRequest, error_event, frame, new_command
 from .model.records import CommandRecord, SandboxRecord
@@ -40,7 +42,6 @@ __all__ = [
     "EventQueue",
     "Execution",
     "RunnerFactory",
-    "RunningCommand",
     "emulator_runner",
     "frame",
 ]
@@ -50,16 +51,6 @@ DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"execd": ("POST /command", "
 
 PING_INTERVAL = 3.0
 _END = object()
-
-
-class RunningCommand(Protocol):
-    """A started command as the routes see it: its record and, for a foreground one, its SSE events."""
-
-    record: CommandRecord
-
-    def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Yield the events the SSE stream must send, ending after the terminal one."""
-        ...
 
 
 #: Builds a sandbox's runner; ``gate`` answers its DNS and connection checks by its current egress policy.
@@ -205,10 +196,11 @@ def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
 
 
 class CommandRuntime:
-    """What execd's routes start commands on: the records of the model's validated requests, one task each.
+    """The :class:`~.execution.Commands` execd's routes start commands on: the model's validated requests, a task each.
 
     :attr:`capabilities` say what else the runtime serves (the emulator: nothing; see
-    :class:`~.linux_runtime.LinuxCommandRuntime`). A runtime implements :meth:`start`.
+    :class:`~.linux_runtime.LinuxCommandRuntime`). A runtime implements :meth:`start`, and the session and
+    metrics methods where it does more.
     """
 
     capabilities: Capabilities = EMULATOR
@@ -224,6 +216,19 @@ class CommandRuntime:
     def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, RunningCommand]:
         """Record the command and start it on the running loop (a foreground one streams its events)."""
         raise NotImplementedError
+
+    def run_in_session(
+        self, sb: SandboxRecord, session_id: str, run: RunRequest
+    ) -> tuple[CommandRecord, RunningCommand]:
+        """Run a command in a bash session: without the ``sessions`` capability, a command in its directory."""
+        return self.start(sb, run)
+
+    def forget_session(self, sb: SandboxRecord, session_id: str) -> None:
+        """Drop a deleted session's state (a runtime without ``sessions`` keeps none)."""
+
+    async def metrics(self, sb: SandboxRecord) -> dict[str, Any]:
+        """Return ``GET /metrics``'s body: figures derived from the sandbox's limits and running commands."""
+        return execd.metrics(sb, self.clock.now_ms())
 
     def running(self) -> int:
         """Return how many started commands still run (each holds a task until it ends)."""

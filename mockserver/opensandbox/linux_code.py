@@ -193,6 +193,10 @@ class CodeContexts:
             raise rules.busy()
         return live
 
+    async def start_run(self, sb: SandboxRecord, run: rules.CodeRun) -> AsyncIterator[dict[str, Any]]:
+        """Refuse the run as execd does (see :meth:`target`), or return its events (see :meth:`run`)."""
+        return self.run(sb, await self.target(sb, run), run.code)
+
     async def run(self, sb: SandboxRecord, live: _Context, code: str) -> AsyncIterator[dict[str, Any]]:
         """Run one cell in ``live``, yielding execd's events (``init`` first, ``execution_complete`` or ``error`` last)."""
         live.busy = True

@@ -11,26 +11,20 @@ whichever client holds the session; the rules of holding, taking over and the fr
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mockserver.runtime import Output, Terminal
-from mockserver.runtime.linux import LinuxBackend, shell
+from mockserver.runtime.linux import LinuxBackend, SpawnError, shell
 
+from . import execution
+from .execution import Holder
 from .model import pty as rules
 from .model.records import SandboxRecord
 
-__all__ = ["Holder", "PtySession", "PtySessions"]
+__all__ = ["PtySession", "PtySessions"]
 
 _HEX = "0123456789abcdef"
-
-
-class Holder:
-    """The client holding a session; the session evicts it (close 4001) when another takes over."""
-
-    def __init__(self, evict: Callable[[], Awaitable[None]]) -> None:
-        self.evict = evict
-        self.queue: asyncio.Queue[tuple[int, bytes] | int] = asyncio.Queue()
 
 
 @dataclass
@@ -47,6 +41,11 @@ class PtySession:
     exit_code: int | None = None
     holder: Holder | None = None
     pump: asyncio.Task[None] | None = None
+
+    @property
+    def started(self) -> bool:
+        """Tell whether its shell was started (by a first attach)."""
+        return self.process is not None
 
     @property
     def running(self) -> bool:
@@ -115,6 +114,15 @@ class PtySessions:
         self.backend = backend
         self.new_id = new_id
         self._sessions: dict[tuple[str, str], PtySession] = {}
+
+    async def start(self, sb: SandboxRecord, session: execution.PtySession, pipe: bool) -> str | None:
+        """Start a session's shell (PTY, or pipes when ``pipe``); return why it could not, or None."""
+        assert isinstance(session, PtySession), "a session of these sessions"
+        try:
+            await session.start(self.backend, sb, pipe)
+        except (SpawnError, OSError) as exc:
+            return str(exc)
+        return None
 
     def create(self, sb: SandboxRecord, request: rules.PtyRequest) -> PtySession:
         """Record a new session (its shell starts on the first attach)."""

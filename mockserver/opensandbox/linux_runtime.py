@@ -47,7 +47,7 @@ from mockserver.runtime import LINUX, Capabilities, Exited, Output, Process
 from mockserver.runtime.linux import LinuxBackend, SandboxStateError, SpawnError, shell
 
 from .commands import PING_INTERVAL, CommandRuntime, EventQueue
-from .model.execd import RunRequest, error_event, new_command
+from .model.execd import RunRequest, error_event, new_command, usage_metrics
 from .model.records import CommandRecord, SandboxRecord
 
 __all__ = ["LinuxCommandRuntime", "LinuxExecution", "SessionRun", "SessionState", "session_argv", "session_script"]
@@ -297,6 +297,7 @@ class LinuxCommandRuntime(CommandRuntime):
         self.backend = backend
         self.on_oom = on_oom
         self.sessions: dict[tuple[str, str], SessionState] = {}
+        self.samples: dict[str, tuple[float, float]] = {}
 
     def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, LinuxExecution]:
         """Record the command and start it (a foreground one streams its events)."""
@@ -315,7 +316,7 @@ class LinuxCommandRuntime(CommandRuntime):
         execution.start()
         return record, execution
 
-    def start_session_run(
+    def run_in_session(
         self, sb: SandboxRecord, session_id: str, run: RunRequest
     ) -> tuple[CommandRecord, LinuxExecution]:
         """Run a command in a bash session (see the module docstring); the session keeps its state."""
@@ -342,6 +343,18 @@ class LinuxCommandRuntime(CommandRuntime):
     def forget_session(self, sb: SandboxRecord, session_id: str) -> None:
         """Drop a deleted session's state."""
         self.sessions.pop((sb.id, session_id), None)
+
+    async def metrics(self, sb: SandboxRecord) -> dict[str, Any]:
+        """Return ``GET /metrics``'s body: the memory and CPU of the sandbox's processes (CPU since the last call)."""
+        usage = await self.backend.usage(sb)
+        now = time.monotonic()
+        last = self.samples.get(sb.id)
+        self.samples[sb.id] = (now, usage.cpu_seconds)
+        cpus = max(1, usage.cpu_count)
+        percent = (
+            0.0 if last is None or now <= last[0] else (usage.cpu_seconds - last[1]) / (now - last[0]) / cpus * 100
+        )
+        return usage_metrics(sb, percent, usage.memory_bytes, self.clock.now_ms())
 
     def clear(self) -> None:
         """Forget every session (the sandboxes are gone or replaced)."""

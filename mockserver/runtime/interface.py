@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from mockserver.linux.process import ExitStatus
 from mockserver.sandbox.steps import Output
 
 __all__ = [
@@ -28,9 +27,37 @@ __all__ = [
     "spawn_exit_code",
 ]
 
-#: How a process ended: its exit code, or the signal that killed it and why (``reason``: ``exited``,
-#: ``signaled``, ``timed_out``, ``oom_killed``), and the status a shell reports (``shell_code``).
-Exited = ExitStatus
+
+@dataclass(frozen=True)
+class Exited:
+    """How a process ended: an exit code, or the signal that killed it, and why; always its last event.
+
+    ``lost``: the runtime lost track of it (its sandbox went away under it).
+    """
+
+    code: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    lost: bool = False
+
+    @property
+    def shell_code(self) -> int:
+        """Return the status a shell reports: the code, or 128 + signal (137 for SIGKILL and OOM kills)."""
+        if self.code is not None:
+            return self.code
+        return 128 + (self.signal or 9)
+
+    @property
+    def reason(self) -> str:
+        """Return ``oom_killed``, ``timed_out``, ``signaled`` or ``exited``."""
+        if self.oom_killed:
+            return "oom_killed"
+        if self.timed_out:
+            return "timed_out"
+        return "signaled" if self.code is None else "exited"
+
+
 #: One event of a running process: some output, or its end (always the last event).
 RuntimeEvent = Output | Exited
 

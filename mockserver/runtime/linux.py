@@ -24,7 +24,7 @@ from mockserver.linux.process import LinuxProcess, OutputChunk
 from mockserver.linux.records import SandboxStateError, SpawnError, Usage
 from mockserver.linux.sandbox import LinuxSandbox
 
-from .interface import LINUX, Capabilities, Output, RuntimeEvent
+from .interface import LINUX, Capabilities, Exited, Output, RuntimeEvent
 
 __all__ = ["LinuxBackend", "RealProcess", "SandboxStateError", "SpawnError", "relay", "shell"]
 
@@ -43,7 +43,7 @@ async def relay(process: LinuxProcess, since: int = 0) -> AsyncIterator[RuntimeE
         if isinstance(event, OutputChunk):
             yield Output("stderr" if event.stream == "stderr" else "stdout", event.data)
         else:
-            yield event
+            yield Exited(event.code, event.signal, event.timed_out, event.oom_killed, event.lost)
             return
 
 

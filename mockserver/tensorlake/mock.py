@@ -62,8 +62,8 @@ if TYPE_CHECKING:
     from mockserver.sandbox.commands import CommandEmulator
     from mockserver.sandbox.steps import Handler
 
+    from .execution import ProcessRuntime
     from .linux_sandboxes import LinuxSandboxes
-    from .processes import ProcessRuntime
 
 __all__ = ["DEFAULT_API_KEY", "DEFAULT_INGRESS_DOMAIN", "DEFAULT_PORT", "RUNTIMES", "TensorLakeMock", "sdk_env"]
 

@@ -2,7 +2,7 @@
 
 A runtime runs a :class:`~.model.daemon.CommandSpec` for a sandbox and reports what the process writes and how
 it ends into the sandbox's :class:`~.model.daemon.Daemon` (the model keeps the records; the runtime only
-executes). :class:`ProcessRuntime` is the whole interface the routes use. Two runtimes implement it:
+executes). :class:`~.execution.ProcessRuntime` is the whole interface the routes use. Two runtimes implement it:
 
 * :class:`EmulatorRuntime` (the default) runs the shared command emulator
   (:class:`~mockserver.runtime.emulator.EmulatorBackend`) as asyncio tasks, its ``Sleep`` steps on the mock's
@@ -12,14 +12,14 @@ executes). :class:`ProcessRuntime` is the whole interface the routes use. Two ru
   namespaces (:class:`~mockserver.runtime.linux.LinuxBackend`, see ``docs/runtime.md``), with PTYs and TCP
   tunnels into the sandbox.
 
-A runtime's :attr:`~ProcessRuntime.capabilities` say which of PTYs (``pty``) and tunnels (``ports``) it serves.
+A runtime's :attr:`~.execution.ProcessRuntime.capabilities` say which of PTYs (``pty``) and tunnels (``ports``) it serves.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from mockserver.core.clock import VirtualClock
 from mockserver.runtime import EMULATOR, Capabilities, Terminal
@@ -29,43 +29,9 @@ from mockserver.sandbox.steps import Exit, Output, Sleep
 from .model.daemon import CommandSpec, Daemon, ProcessRecord, PtySpec
 from .model.records import Sandbox
 
-__all__ = ["EmulatorRuntime", "ProcessRuntime", "RecordedRuntime"]
+__all__ = ["EmulatorRuntime", "RecordedRuntime"]
 
 _Key = tuple[str, int]
-
-
-class ProcessRuntime(Protocol):
-    """Start, signal and follow the processes of sandboxes; open their terminals and ports."""
-
-    #: What the runtime serves beyond commands: PTY sessions (``pty``), TCP tunnels (``ports``).
-    capabilities: Capabilities
-
-    def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
-        """Start ``spec`` in ``sandbox`` in the background; return its (running) record."""
-
-    def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
-        """End a running process with ``signal`` (a no-op once it ended); the record may end a moment later."""
-
-    async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
-        """Kill the process (SIGKILL to its group) and wait, briefly, until its record shows the end."""
-
-    async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
-        """Feed ``data`` to a process's stdin pipe."""
-
-    async def close_stdin(self, daemon: Daemon, proc: ProcessRecord) -> None:
-        """Close a process's stdin pipe (it sees end of file)."""
-
-    def follow(self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool) -> AsyncIterator[Any]:
-        """Yield the process's output events on ``stream`` as they come, and its exit event if ``with_exit``."""
-
-    async def open_terminal(self, sandbox: Sandbox, spec: PtySpec) -> Terminal:
-        """Start ``spec`` on a new PTY in ``sandbox`` (only with the ``pty`` capability)."""
-
-    async def open_port(self, sandbox: Sandbox, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """Connect to ``port`` inside ``sandbox`` (OSError when nothing listens; only with the ``ports`` capability)."""
-
-    def close(self, sandbox_id: str) -> None:
-        """Kill every process of a sandbox that is gone (safe from any thread)."""
 
 
 class RecordedRuntime:

@@ -1,7 +1,7 @@
 """The in-sandbox management API's routes (port 9501 behind the proxy): parse, ask the rules, run, render.
 
 The proxy puts the admitted sandbox in the request's scope. Validation, bodies and error codes are the
-model's (:mod:`..model.management`); commands go to the process runtime (:mod:`..processes`), whose events
+model's (:mod:`..model.management`); commands go to the process runtime (:mod:`..execution`), whose events
 ``POST /api/v1/processes/run`` and the ``follow`` routes stream as ``text/event-stream`` ``data:`` frames. A
 client that goes away ends its stream; a ``run``'s process then ends too, a followed process runs on.
 
@@ -36,11 +36,11 @@ from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
 from mockserver.runtime import Output, Terminal
 
+from ..execution import ProcessRuntime
 from ..model import management as rules
 from ..model.daemon import Daemon, ProcessRecord
 from ..model.records import Sandbox
 from ..model.state import TensorLakeModel
-from ..processes import ProcessRuntime
 from .common import SANDBOX_KEY, daemon_error_handler
 
 OP_DATA, OP_RESIZE, OP_READY, OP_EXIT = 0x00, 0x01, 0x02, 0x03

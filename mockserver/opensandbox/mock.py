@@ -219,6 +219,7 @@ class OpenSandboxMock(HttpMock):
 
         self.capacity.set_room(has_room)
         linux = LinuxSandboxes(self.state, self.config, self.dns, self._sandbox_limits)
+        linux.follow_clock(self.clock)
         self.linux = linux
         backend = LinuxBackend(linux.ensure_async)
         self.commands = LinuxCommandRuntime(self.clock, self.ids, backend, linux.oom)

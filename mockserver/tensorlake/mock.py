@@ -134,6 +134,7 @@ class TensorLakeMock(HttpMock):
 
             self.capacity.set_room(has_room)
             self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get, sandbox_limits)
+            self.linux.follow_clock(self.clock)
             self.model.filesystems = self.linux
             self.model.on_change = self.linux.reconcile
         self.lifecycle = LifecycleApi(self.model, self.ingress_domain)

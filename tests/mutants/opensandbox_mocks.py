@@ -25,7 +25,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from contracts.opensandbox import NetworkPolicy, PolicyError, parse_rules
 from harness.reporting.mutation import register_mutants
 from mockserver.opensandbox import OpenSandboxMock
-from mockserver.opensandbox.commands import Runner
 from mockserver.opensandbox.model.egress import PolicyGate, status_body
 from mockserver.opensandbox.model.forwarding import CONNECTION_HEADERS
 from mockserver.opensandbox.model.records import SandboxRecord, paginate
@@ -33,6 +32,7 @@ from mockserver.opensandbox.model.state import OpenSandboxState
 from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
 from mockserver.opensandbox.routes.ports import PortDispatcher
 from mockserver.opensandbox.routes.render import sandbox_of
+from mockserver.runtime.emulator import Runner
 from mockserver.sandbox.steps import Exit, Output, Step
 
 Json = dict[str, Any]

@@ -36,6 +36,7 @@ from mockserver.asgi.blocking import offload, piece_response
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_body, read_json
 from mockserver.asgi.streams import WatchedStream
+from mockserver.asgi.websockets import deny
 from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
 from mockserver.runtime import Output, Terminal
@@ -273,7 +274,7 @@ class ManagementApi:
                 raise rules.unsupported()
             session = rules.pty_session(self.model.daemon_of(sandbox), websocket.path_params["session"], token)
         except ApiError as refusal:
-            await _deny(websocket, refusal)
+            await deny(websocket, daemon_error(refusal), status=refusal.status, code=refusal.code)
             return
         terminal = self.terminals.get((sandbox.id, session.session_id))
         if terminal is None:
@@ -316,7 +317,7 @@ class ManagementApi:
             port = rules.tunnel_port(websocket.query_params.get("port"))
             reader, writer = await self.runtime.open_port(sandbox, port)
         except ApiError as refusal:
-            await _deny(websocket, refusal)
+            await deny(websocket, daemon_error(refusal), status=refusal.status, code=refusal.code)
             return
         except OSError:
             await websocket.close(code=1011, reason="connection refused")
@@ -344,15 +345,6 @@ class ManagementApi:
             writer.close()
             with contextlib.suppress(OSError, ConnectionError):
                 await writer.wait_closed()
-
-
-async def _deny(websocket: WebSocket, refusal: ApiError) -> None:
-    """Refuse a WebSocket with the daemon's HTTP answer where the server can send one, else accept and close it."""
-    if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        await websocket.send_denial_response(daemon_error(refusal))
-    else:
-        await websocket.accept()
-        await websocket.close(code=4000 + refusal.status, reason=refusal.code)
 
 
 async def _until_first(*jobs: Any) -> None:

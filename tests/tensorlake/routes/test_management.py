@@ -65,25 +65,3 @@ def test_a_file_beyond_the_quota_is_refused_and_changes_nothing() -> None:
         assert client.get("/api/v1/files?path=/tmp/first", headers=daemon).content == half
         small = client.put("/api/v1/files?path=/tmp/second", content=b"fits", headers=daemon)
         assert small.status_code == 204  # the refusal left the quota as it was
-
-
-def test_a_refused_websocket_without_the_denial_extension_is_accepted_then_closed_with_the_status() -> None:
-    import asyncio
-
-    from starlette.websockets import WebSocket
-
-    from mockserver.core import ApiError
-    from mockserver.tensorlake.routes.management import _deny
-
-    sent: list[dict[str, object]] = []
-
-    async def receive() -> dict[str, object]:
-        return {"type": "websocket.connect"}
-
-    async def send(message: dict[str, object]) -> None:
-        sent.append(message)
-
-    scope = {"type": "websocket", "path": "/api/v1/tunnels/tcp", "headers": [], "query_string": b""}
-    asyncio.run(_deny(WebSocket(scope, receive, send), ApiError(501, "not_supported", "no tunnels")))
-    assert [m["type"] for m in sent] == ["websocket.accept", "websocket.close"]
-    assert (sent[1]["code"], sent[1]["reason"]) == (4501, "not_supported")

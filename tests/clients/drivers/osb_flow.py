@@ -26,7 +26,9 @@ BASE += ["--api-key", os.environ["OPEN_SANDBOX_API_KEY"], "--protocol", "http"]
 POLICY = CONFIG.with_name("policy.json")
 VAULT = {
     "credentials": [{"name": "pypi-token", "source": {"value": "cli-secret"}}],
-    "bindings": [{"name": "pypi-token", "match": {"hosts": ["pypi.org"]}, "auth": {"type": "bearer", "credential": "pypi-token"}}],
+    "bindings": [
+        {"name": "pypi-token", "match": {"hosts": ["pypi.org"]}, "auth": {"type": "bearer", "credential": "pypi-token"}}
+    ],
 }
 POLICY.write_text(json.dumps({"defaultAction": "deny", "egress": [{"action": "allow", "target": "pypi.org"}]}))
 

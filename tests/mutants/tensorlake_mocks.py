@@ -28,8 +28,9 @@ from mockserver.core.errors import ApiError
 from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
 from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, LifecycleApi, ProxyRequest, TensorLakeModel
 from mockserver.tensorlake.model.auth import bearer_key
+from mockserver.tensorlake.model.bodies import CreateBody, UpdateBody
 from mockserver.tensorlake.model.records import Sandbox, owner_id
-from mockserver.tensorlake.model.validate import CreateBody, UpdateBody, conflict
+from mockserver.tensorlake.model.validate import conflict
 from mockserver.tensorlake.routes.lifecycle import LifecycleContext, LifecycleRoutes
 from tests.mutants.asgi_body import read_request
 from tests.mutants.naming import mutant_name, register_classes

@@ -224,8 +224,8 @@ def test_a_stale_document_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_every_setting_is_in_the_create_request_and_each_shown_one_in_sandbox_info(doc: dict[str, Any]) -> None:
-    from mockserver.tensorlake.model.settings import SETTINGS, SHOWN
+    from mockserver.tensorlake.model.settings import MARKERS, SHOWN
 
     schemas = doc["components"]["schemas"]
-    assert set(SETTINGS) <= set(schemas["CreateSandboxRequest"]["properties"])
+    assert set(MARKERS) <= set(schemas["CreateSandboxRequest"]["properties"])
     assert set(SHOWN.values()) <= set(schemas["SandboxInfo"]["properties"])

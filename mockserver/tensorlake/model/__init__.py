@@ -1,7 +1,7 @@
 """The TensorLake mock's rules, with no web stack: every decision the routes and the contract oracle share.
 
-* :mod:`.settings` - a sandbox's settings declared once, and the create and PATCH bodies derived from them;
-  :mod:`.wire` the value types, resources, mounts and policies; :mod:`.answers` the answer bodies; :mod:`.refusals` pydantic's errors as TensorLake's error answers;
+* :mod:`.settings` - a sandbox's settings declared once; :mod:`.bodies` the create and PATCH bodies derived from
+  them; :mod:`.wire` the value types, resources, mounts and policies; :mod:`.answers` the answer bodies; :mod:`.refusals` pydantic's errors as TensorLake's error answers;
 * :mod:`.records` - sandboxes, snapshots and sessions as plain data, and their JSON forms;
 * :mod:`.validate` - request bodies and query parameters, checked completely before anything changes;
 * :mod:`.state` - :class:`TensorLakeModel`: the tenants' state and its transitions on the virtual clock;
@@ -14,8 +14,8 @@
 * :mod:`.admin` - the ``/_mock/tensorlake`` verbs (timings, sessions, create outcomes, API keys);
 * :mod:`.gate` - :class:`TensorLakeGate`, the egress gate a sandbox's commands go through.
 
-Importing this package loads no starlette, uvicorn or httpx (pydantic is not a web stack; its validators are
-built on first use).
+Importing this package loads no starlette, uvicorn or httpx, and no pydantic until a body is first validated or a
+record first stored.
 """
 
 from __future__ import annotations

@@ -15,10 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from .settings import SETTINGS, SHOWN
+from .settings import SHOWN, SNAPSHOT_STATUSES, STATUSES, kept_types
 from .wire import (
-    SNAPSHOT_STATUSES,
-    STATUSES,
     EpochMs,
     ResourceResize,
 )
@@ -67,7 +65,7 @@ def _sandbox_info() -> type[SandboxInfoBase]:
     """Return SandboxInfo: the lifecycle fields, then each shown setting (required unless it may be null)."""
     shown: dict[str, Any] = {}
     for name, key in SHOWN.items():
-        kept = SETTINGS[name][0]
+        kept = kept_types()[name]
         nullable = getattr(kept, "__args__", None) is not None and type(None) in kept.__args__
         shown[key] = (kept, None) if nullable else (kept, ...)
     model: type[SandboxInfoBase] = create_model("SandboxInfo", __base__=SandboxInfoBase, **shown)

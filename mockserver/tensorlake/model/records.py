@@ -12,17 +12,19 @@ import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
-
-from pydantic import ConfigDict, Field, SkipValidation, TypeAdapter
-from pydantic.json_schema import SkipJsonSchema
-from pydantic_core import to_jsonable_python
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
-from .settings import INHERITED, SHOWN, SandboxSettings
-from .wire import DEFAULT_DISK_MB, STATUSES, ResourceResize, Resources
+from .settings import DEFAULT_DISK_MB, INHERITED, SHOWN, STATUSES, SandboxSettings
+
+R = TypeVar("R")
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from .wire import ResourceResize
 
 __all__ = [
     "DEFAULT_DISK_MB",
@@ -30,8 +32,6 @@ __all__ = [
     "ROUTING_HINT",
     "RUNTIME",
     "STATUSES",
-    "ResourceResize",
-    "Resources",
     "Sandbox",
     "Session",
     "Snapshot",
@@ -62,12 +62,31 @@ def ms(seconds: float | None) -> int | None:
 @functools.cache
 def _adapter() -> TypeAdapter[Sandbox]:
     """Return the pydantic adapter of the record (built on first use: most runs never dump or load one)."""
-    return TypeAdapter(Sandbox)
+    return _adapter_of(Sandbox)
 
 
 @functools.cache
 def _settings_adapter() -> TypeAdapter[SandboxSettings]:
-    return TypeAdapter(SandboxSettings)
+    return _adapter_of(SandboxSettings)
+
+
+def _adapter_of(record: type[R]) -> TypeAdapter[R]:
+    """Return a pydantic adapter of ``record``, its annotations read with the names of :mod:`.wire` in scope.
+
+    The settings name :mod:`.wire`'s types without importing them (this module loads no pydantic until a record
+    is first stored), so the adapter is built again with those names in scope.
+    """
+    from pydantic import TypeAdapter
+
+    from . import settings, wire
+
+    adapter = TypeAdapter(record)
+    adapter.rebuild(force=True, raise_errors=True, _types_namespace={**vars(settings), **vars(wire), **globals()})
+    return adapter
+
+
+#: What a dump leaves out: the filesystem (stored on its own), the revision and the cached answer.
+_NOT_STORED = {"filesystem", "rev", "wire_cache"}
 
 
 def inherited_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -94,15 +113,13 @@ class Sandbox(SandboxSettings):
     is pydantic's serialisation of the dataclass, without the filesystem, ``rev`` and the cache.
     """
 
-    __pydantic_config__ = ConfigDict(arbitrary_types_allowed=True)
+    __pydantic_config__ = {"arbitrary_types_allowed": True}  # a pydantic ConfigDict
 
     id: str
     owner: str
     namespace: str
     created_at: float
-    filesystem: Annotated[
-        FileSystem | Callable[[], FileSystem], SkipValidation, SkipJsonSchema, Field(exclude=True)
-    ] = field(repr=False, compare=False)
+    filesystem: FileSystem | Callable[[], FileSystem] = field(repr=False, compare=False)
     status: str = "pending"
     pending_reason: str | None = None
     termination_reason: str | None = None
@@ -114,10 +131,8 @@ class Sandbox(SandboxSettings):
     running_since: float | None = None
     resize: ResourceResize | None = None
     archived_at: float | None = None
-    rev: Annotated[int, Field(exclude=True)] = field(default=0, compare=False)
-    wire_cache: Annotated[_WireCache | None, SkipValidation, SkipJsonSchema, Field(exclude=True)] = field(
-        default=None, init=False, repr=False, compare=False
-    )
+    rev: int = field(default=0, compare=False)
+    wire_cache: _WireCache | None = field(default=None, init=False, repr=False, compare=False)
 
     def timeout_deadline(self) -> float | None:
         """Return when a running sandbox's ``timeout_secs`` runs out (it then ends, or suspends when named).
@@ -187,7 +202,7 @@ class Sandbox(SandboxSettings):
 
     def dump(self, *, with_fs: bool = True) -> dict[str, Any]:
         """Return the record as JSON state (the filesystem included unless ``with_fs`` is false)."""
-        out: dict[str, Any] = _adapter().dump_python(self, mode="json")
+        out: dict[str, Any] = _adapter().dump_python(self, mode="json", exclude=_NOT_STORED)
         if with_fs:
             out["fs"] = self.fs.dump()
         return out
@@ -211,7 +226,11 @@ def _json(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _json(item) for key, item in value.items()}
     to_json = getattr(value, "to_json", None)
-    return to_json() if to_json is not None else to_jsonable_python(value)
+    if to_json is not None:
+        return to_json()
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value)
 
 
 _PLAIN = (str, int, float, type(None))

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockserver.core.errors import ApiError
 from mockserver.sandbox.filesystem import FileSystem
 
-from .records import ResourceResize, Resources, Sandbox, Snapshot, inherited_settings
+from .records import Sandbox, Snapshot, inherited_settings
 from .store import NO_CAPACITY, NO_CAPACITY_STATUS, CreateOutcome, SandboxStore
-from .validate import CreateBody, UpdateBody, bad, conflict, not_found, parse_detach, parse_mount, parse_patch
-from .wire import Partial, ResizeResources
+from .validate import bad, conflict, not_found, parse_detach, parse_mount, parse_patch
+
+if TYPE_CHECKING:
+    from .bodies import CreateBody, UpdateBody
 
 __all__ = ["TensorLakeModel"]
 
@@ -46,6 +48,8 @@ class TensorLakeModel(SandboxStore):
         :meth:`admitted`) the sandbox is refused: recorded failed with ``no_capacity`` (archived, never live)
         and returned with a failed outcome the answer reports.
         """
+        from .wire import Partial  # loaded with the body's declarations
+
         given = req.given()
         name: str | None = given.get("name")
         with self.lock:
@@ -126,6 +130,8 @@ class TensorLakeModel(SandboxStore):
             return sb, req.unknown()
 
     def _check_patch(self, sb: Sandbox, req: UpdateBody) -> None:
+        from .wire import ResizeResources  # loaded with the body's declarations
+
         given = req.given()
         name, resize = given.get("name"), given.get("resources")
         if sb.status == "failed":
@@ -144,6 +150,8 @@ class TensorLakeModel(SandboxStore):
 
     def _apply_patch(self, sb: Sandbox, req: UpdateBody) -> None:
         """Set what the body gives; a new name is indexed, a resize starts its transition."""
+        from .wire import ResizeResources, ResourceResize, Resources  # loaded with the body's declarations
+
         given = req.given()
         resize = given.pop("resources", None)
         name = given.pop("name", None)

@@ -1,39 +1,30 @@
 """Parse TensorLake request bodies and query parameters completely before anything is changed.
 
-The bodies are the declarations of :mod:`.wire`, validated by pydantic (:func:`.refusals.parse` answers the
+The bodies are the declarations of :mod:`.bodies` and :mod:`.wire`, validated by pydantic (:func:`.refusals.parse` answers the
 first defect as TensorLake does: a 4xx :class:`ApiError` with a stable ``code``); the query parameters are
 read here. Keys the mock does not know are returned so the route can record them (an early warning when an
 SDK upgrade sends something new).
 
-Numbers have upper bounds (:data:`~.wire.LIMITS`): an absurd value such as ``timeout_secs: 1e30`` answers 400
+Numbers have upper bounds (:data:`~.settings.LIMITS`): an absurd value such as ``timeout_secs: 1e30`` answers 400
 ``invalid_value`` naming the bound, and the served OpenAPI document states the same bounds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockserver.core.errors import ApiError
 
-from .refusals import parse
-from .settings import (
-    Body,
-    CreateBody,
-    CreateRequest,
-    DetachFileSystem,
-    SnapshotRequest,
-    UpdateBody,
-    UpdateRequest,
-)
-from .wire import LIMITS, MANAGEMENT_PORT, FileSystemMount, Resolver
+from .settings import LIMITS, MANAGEMENT_PORT
+
+if TYPE_CHECKING:
+    from .bodies import CreateBody, UpdateBody
+    from .wire import FileSystemMount, Resolver
 
 __all__ = [
     "LIMITS",
     "MANAGEMENT_PORT",
-    "Body",
-    "CreateBody",
-    "UpdateBody",
     "bad",
     "conflict",
     "int_query",
@@ -79,24 +70,40 @@ def int_query(query: Mapping[str, Sequence[str]], key: str, *, minimum: int = 0)
 
 def parse_create(body: Any, resolve: Resolver) -> CreateBody:
     """Validate a create body completely (hostnames in its policy resolved); 4xx :class:`ApiError` on the first defect."""
+    from .bodies import CreateRequest
+    from .refusals import parse
+
     return parse(CreateRequest, body, resolve=resolve)
 
 
 def parse_patch(body: Any, resolve: Resolver) -> UpdateBody:
     """Validate a PATCH body completely (absent: keep, ``null``: clear, so ``network`` is given only when sent)."""
+    from .bodies import UpdateRequest
+    from .refusals import parse
+
     return parse(UpdateRequest, body, resolve=resolve)
 
 
 def parse_mount(body: Any) -> FileSystemMount:
     """Validate a file-system mount (an attach body)."""
+    from .refusals import parse
+    from .wire import FileSystemMount
+
     return parse(FileSystemMount, body)
 
 
 def parse_detach(body: Any) -> str:
     """Return the ``mount_path`` of a detach body."""
+    from .bodies import DetachFileSystem
+    from .refusals import parse
+
     return parse(DetachFileSystem, body).mount_path
 
 
 def parse_snapshot_type(body: Any) -> str | None:
     """Return the ``snapshot_type`` of a snapshot body (None: the default); 400 for anything else."""
-    return parse(SnapshotRequest, body).snapshot_type
+    from .bodies import SnapshotRequest
+    from .refusals import parse
+
+    snapshot_type: str | None = parse(SnapshotRequest, body).snapshot_type
+    return snapshot_type

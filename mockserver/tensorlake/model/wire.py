@@ -44,27 +44,7 @@ from typing_extensions import TypeAliasType, TypedDict
 from contracts.tensorlake import NetworkConfig, PolicyError, apply_network_update
 
 from .patterns import ALLOW_ENTRY, DENY_ENTRY
-
-MANAGEMENT_PORT = 9501
-DEFAULT_DISK_MB = 10_240
-GPU_MODELS = ("A10", "H100", "T4", "A6000", "A100-40GB", "A100-80GB", "RTX-PRO-6000", "L40")
-STATUSES = ("pending", "running", "snapshotting", "suspending", "suspended", "terminated", "timeout", "failed")
-SNAPSHOT_STATUSES = ("in_progress", "local_ready", "completed", "failed", "deleting", "replicating")
-
-#: Upper bounds of the numbers a request may carry (the OpenAPI document states the same ``maximum``).
-LIMITS: dict[str, int] = {
-    "timeout_secs": 30 * 86_400,
-    "max_pending_secs": 86_400,
-    "cpus": 256,
-    "memory_mb": 1_048_576,
-    "disk_mb": 16_777_216,
-    "gpu_count": 16,
-    "wait_ms": 600_000,
-    "times": 32,
-    "head": 1_000_000,
-    "tail": 1_000_000,
-    "limit": 1_000,
-}
+from .settings import DEFAULT_DISK_MB, GPU_MODELS, LIMITS, MANAGEMENT_PORT
 
 Resolver = Callable[[str], Iterable[str]]
 
@@ -397,6 +377,20 @@ def unique_paths(mounts: list[FileSystemMount]) -> list[FileSystemMount]:
     if len(set(paths)) != len(paths):
         raise refuse("mount_path_in_use", "file system mount paths must be unique", 409)
     return mounts
+
+
+#: The mounts a create asks for: their paths must differ.
+UniqueMounts = Annotated[list[FileSystemMount], AfterValidator(unique_paths)]
+
+
+def _auto_resume_needs_name(value: bool, info: ValidationInfo) -> bool:
+    if value is False and info.data.get("name") is None:
+        raise refuse("invalid_auto_resume", "auto_resume=false requires a named sandbox")
+    return value
+
+
+#: A create's ``auto_resume``: false only for a named sandbox (the name is checked before it).
+NamedAutoResume = Annotated[bool, Strict(), AfterValidator(_auto_resume_needs_name)]
 
 
 class NetworkConfigBody(BaseModel):

@@ -58,3 +58,14 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         _ = tl.Nope
+
+
+def test_the_mock_loads_pydantic_only_when_a_body_is_validated() -> None:
+    """The record declarations cost nothing at import: pydantic and the validators load with the first body."""
+    started = loaded_after("from mockserver.tensorlake import TensorLakeMock\nTensorLakeMock()")
+    assert not [m for m in started if m == "pydantic" or m.startswith(("pydantic.", "pydantic_core"))]
+    assert "mockserver.tensorlake.model.bodies" not in started and "mockserver.tensorlake.model.wire" not in started
+    parsed = loaded_after(
+        "from mockserver.tensorlake.model.validate import parse_create\nparse_create({'name': 'a'}, lambda name: [])"
+    )
+    assert "pydantic" in parsed and "mockserver.tensorlake.model.bodies" in parsed

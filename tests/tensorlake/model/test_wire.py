@@ -8,7 +8,7 @@ import pytest
 
 from mockserver.core.errors import ApiError
 from mockserver.tensorlake.model.records import Sandbox
-from mockserver.tensorlake.model.settings import INHERITED, SETTINGS, SHOWN
+from mockserver.tensorlake.model.settings import INHERITED, MARKERS, SHOWN
 from mockserver.tensorlake.model.validate import parse_create, parse_mount, parse_patch
 
 
@@ -172,7 +172,7 @@ def test_the_stored_form_round_trips_every_setting() -> None:
     )
     given = req.given()
     given["resources"] = given["resources"].over(None)
-    assert set(given) == set(SETTINGS)
+    assert set(given) == set(MARKERS)
     sb = _sandbox(**given)
     stored = sb.dump(with_fs=False)
     loaded = Sandbox.load(stored, sb.filesystem)

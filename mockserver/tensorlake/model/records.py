@@ -187,8 +187,9 @@ class Sandbox(SandboxSettings):
             "sandbox_url": sandbox_url if routable else None,
             "routing_hint": ROUTING_HINT if routable else None,
         }
-        for name, key in SHOWN.items():
-            data[key] = _json(getattr(self, name))
+        for name, key in _SHOWN:
+            value = getattr(self, name)
+            data[key] = value if isinstance(value, _PLAIN) else _json(value)
         if self.resize is not None:
             data["resource_resize"] = self.resize.to_json()
         if self.archived_at is not None:
@@ -234,6 +235,7 @@ def _json(value: Any) -> Any:
 
 
 _PLAIN = (str, int, float, type(None))
+_SHOWN = tuple(SHOWN.items())
 _SEQUENCES = (list, tuple)
 
 

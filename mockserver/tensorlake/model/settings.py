@@ -86,6 +86,7 @@ def _wire(**marker: Any) -> dict[str, Wire]:
     return {"wire": Wire(**marker)}
 
 
+@functools.cache
 def _default_resources() -> Resources:
     from .wire import default_resources
 

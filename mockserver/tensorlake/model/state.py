@@ -27,7 +27,7 @@ from mockserver.sandbox.filesystem import FileSystem
 
 from .records import Sandbox, Snapshot, inherited_settings
 from .store import NO_CAPACITY, NO_CAPACITY_STATUS, CreateOutcome, SandboxStore
-from .validate import bad, conflict, not_found, parse_detach, parse_mount, parse_patch
+from .validate import bad, conflict, not_found, parse_detach, parse_mount, parse_patch, wire
 
 if TYPE_CHECKING:
     from .bodies import CreateBody, UpdateBody
@@ -48,8 +48,7 @@ class TensorLakeModel(SandboxStore):
         :meth:`admitted`) the sandbox is refused: recorded failed with ``no_capacity`` (archived, never live)
         and returned with a failed outcome the answer reports.
         """
-        from .wire import Partial  # loaded with the body's declarations
-
+        partial = wire().Partial  # loaded with the body's declarations
         given = req.given()
         name: str | None = given.get("name")
         with self.lock:
@@ -62,7 +61,7 @@ class TensorLakeModel(SandboxStore):
             snap = self._snapshot_for_restore(owner, namespace, given.get("snapshot_id"))
             settings = inherited_settings(snap.config) if snap else {}
             for key, value in given.items():
-                settings[key] = value.over(settings.get(key)) if isinstance(value, Partial) else value
+                settings[key] = value.over(settings.get(key)) if isinstance(value, partial) else value
             now = self.clock.now()
             ident = self._new_id()
             admitted = self.admitted()
@@ -130,8 +129,7 @@ class TensorLakeModel(SandboxStore):
             return sb, req.unknown()
 
     def _check_patch(self, sb: Sandbox, req: UpdateBody) -> None:
-        from .wire import ResizeResources  # loaded with the body's declarations
-
+        declared = wire()  # loaded with the body's declarations
         given = req.given()
         name, resize = given.get("name"), given.get("resources")
         if sb.status == "failed":
@@ -142,7 +140,7 @@ class TensorLakeModel(SandboxStore):
                 raise conflict("name_conflict", f"sandbox name {name!r} is already in use")
         if given.get("auto_resume") is False and (name or sb.name) is None:
             raise conflict("invalid_auto_resume", "auto_resume=false requires a named sandbox")
-        if isinstance(resize, ResizeResources):
+        if isinstance(resize, declared.ResizeResources):
             if sb.status != "running":
                 raise conflict("invalid_state", f"a resize needs a running sandbox; it is {sb.status}")
             if resize.requested().get("disk_mb", sb.resources.disk_mb) < sb.resources.disk_mb:
@@ -150,8 +148,7 @@ class TensorLakeModel(SandboxStore):
 
     def _apply_patch(self, sb: Sandbox, req: UpdateBody) -> None:
         """Set what the body gives; a new name is indexed, a resize starts its transition."""
-        from .wire import ResizeResources, ResourceResize, Resources  # loaded with the body's declarations
-
+        declared = wire()  # loaded with the body's declarations
         given = req.given()
         resize = given.pop("resources", None)
         name = given.pop("name", None)
@@ -161,11 +158,15 @@ class TensorLakeModel(SandboxStore):
             self.names[(sb.owner, sb.namespace, name)] = sb.id
         for key, value in given.items():
             setattr(sb, key, value)
-        if isinstance(resize, ResizeResources):
-            requested = Resources.model_validate({**sb.resources.to_json(), **resize.requested()}, strict=False)
+        if isinstance(resize, declared.ResizeResources):
+            requested = declared.Resources.model_validate(
+                {**sb.resources.to_json(), **resize.requested()}, strict=False
+            )
             generation = 1 if sb.resize is None else sb.resize.generation + 1
             done_at = self.clock.now() + self.timings.resize
-            sb.resize = ResourceResize(generation=generation, requested=requested, status="pending", done_at=done_at)
+            sb.resize = declared.ResourceResize(
+                generation=generation, requested=requested, status="pending", done_at=done_at
+            )
             self.settle(sb)
 
     def delete(self, owner: str, namespace: str, ident: str) -> Sandbox:

@@ -11,7 +11,9 @@ Numbers have upper bounds (:data:`~.settings.LIMITS`): an absurd value such as `
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from mockserver.core.errors import ApiError
@@ -34,7 +36,21 @@ __all__ = [
     "parse_mount",
     "parse_patch",
     "parse_snapshot_type",
+    "wire",
 ]
+
+
+def wire() -> ModuleType:
+    """Return :mod:`.wire` (loaded, with pydantic, on first use)."""
+    return _declarations()[2]
+
+
+@functools.cache
+def _declarations() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """Return the body declarations, the refusals and the wire records, loaded (with pydantic) on first use."""
+    from . import bodies, refusals, wire
+
+    return bodies, refusals, wire
 
 
 def bad(code: str, message: str, status: int = 400) -> ApiError:
@@ -70,40 +86,34 @@ def int_query(query: Mapping[str, Sequence[str]], key: str, *, minimum: int = 0)
 
 def parse_create(body: Any, resolve: Resolver) -> CreateBody:
     """Validate a create body completely (hostnames in its policy resolved); 4xx :class:`ApiError` on the first defect."""
-    from .bodies import CreateRequest
-    from .refusals import parse
-
-    return parse(CreateRequest, body, resolve=resolve)
+    bodies, refusals, _ = _declarations()
+    parsed: CreateBody = refusals.parse(bodies.CreateRequest, body, resolve=resolve)
+    return parsed
 
 
 def parse_patch(body: Any, resolve: Resolver) -> UpdateBody:
     """Validate a PATCH body completely (absent: keep, ``null``: clear, so ``network`` is given only when sent)."""
-    from .bodies import UpdateRequest
-    from .refusals import parse
-
-    return parse(UpdateRequest, body, resolve=resolve)
+    bodies, refusals, _ = _declarations()
+    parsed: UpdateBody = refusals.parse(bodies.UpdateRequest, body, resolve=resolve)
+    return parsed
 
 
 def parse_mount(body: Any) -> FileSystemMount:
     """Validate a file-system mount (an attach body)."""
-    from .refusals import parse
-    from .wire import FileSystemMount
-
-    return parse(FileSystemMount, body)
+    _, refusals, records = _declarations()
+    mount: FileSystemMount = refusals.parse(records.FileSystemMount, body)
+    return mount
 
 
 def parse_detach(body: Any) -> str:
     """Return the ``mount_path`` of a detach body."""
-    from .bodies import DetachFileSystem
-    from .refusals import parse
-
-    return parse(DetachFileSystem, body).mount_path
+    bodies, refusals, _ = _declarations()
+    path: str = refusals.parse(bodies.DetachFileSystem, body).mount_path
+    return path
 
 
 def parse_snapshot_type(body: Any) -> str | None:
     """Return the ``snapshot_type`` of a snapshot body (None: the default); 400 for anything else."""
-    from .bodies import SnapshotRequest
-    from .refusals import parse
-
-    snapshot_type: str | None = parse(SnapshotRequest, body).snapshot_type
+    bodies, refusals, _ = _declarations()
+    snapshot_type: str | None = refusals.parse(bodies.SnapshotRequest, body).snapshot_type
     return snapshot_type

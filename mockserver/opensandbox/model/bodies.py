@@ -18,7 +18,7 @@ first use, not at start-up.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
@@ -26,7 +26,6 @@ from .validation import RequestValidationError
 
 __all__ = [
     "CREATE_KEYS",
-    "PERIODIC",
     "CreatePoolRequest",
     "CreateSandboxRequest",
     "CreateSnapshotRequest",
@@ -42,6 +41,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 #: The environment variable the server keeps for the lifecycle hooks (``constants.OPENSANDBOX_LIFECYCLE``).
 RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
@@ -373,25 +373,22 @@ CREATE_KEYS = frozenset(_WIRE_NAMES) | frozenset(_WIRE_NAMES.values())
 METADATA_PATCH: TypeAdapter[dict[str, str | None]] = TypeAdapter(dict[str, str | None])
 RULES: TypeAdapter[list[NetworkRule]] = TypeAdapter(list[NetworkRule])
 TARGETS: TypeAdapter[list[str]] = TypeAdapter(list[str])
-PERIODIC: TypeAdapter[list[PeriodicHook]] = TypeAdapter(list[PeriodicHook])
-
-_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 
-def _adapter(kind: type[T] | TypeAdapter[T]) -> TypeAdapter[T]:
-    """Return the adapter of a model (built once) or the adapter given."""
-    if isinstance(kind, TypeAdapter):
-        return kind
-    adapter = _ADAPTERS.get(kind)
-    if adapter is None:
-        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
-    return adapter
+@overload
+def validated(kind: type[M], body: Any) -> M: ...
 
 
-def validated(kind: type[T] | TypeAdapter[T], body: Any) -> T:
+@overload
+def validated(kind: TypeAdapter[T], body: Any) -> T: ...
+
+
+def validated(kind: type[M] | TypeAdapter[T], body: Any) -> M | T:
     """Validate a decoded body as FastAPI validates a body parameter; raise its 422 as a RequestValidationError."""
     try:
-        return _adapter(kind).validate_python(body, from_attributes=True)
+        if isinstance(kind, TypeAdapter):
+            return kind.validate_python(body, from_attributes=True)
+        return kind.model_validate(body, from_attributes=True)
     except ValidationError as exc:
         raise RequestValidationError(detail(exc)) from None
 

@@ -1,7 +1,7 @@
-"""Create-request rules without HTTP: the ``CreateSandboxRequest`` checks and Kubernetes label syntax.
+"""Create-request rules without HTTP: the runtime's checks of a ``CreateSandboxRequest`` and Kubernetes label syntax.
 
-:func:`parse_create` checks a body as the real server does: the body model's field errors (422, in the
-model's field order), its model validator (422 ``value_error``), then the runtime's checks (400) in the real
+:func:`parse_create` checks a body as the real server does: its declaration (:class:`.bodies.CreateSandboxRequest`:
+the field errors and the model validator, 422, from pydantic), then the runtime's checks (400) in the real
 Docker runtime's order: lifecycle hooks, ``poolRef``, the snapshot, the entrypoint, metadata labels,
 ``platform``, the expiry, secure access, the network policy, resource limits, volumes (:mod:`.volumes`).
 

@@ -19,15 +19,14 @@ if TYPE_CHECKING:
     from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
     from .forward import PortForwarder, connect, open_connection
     from .limits import SandboxLimits
-    from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
+    from .process import Exited, LinuxProcess, OutputChunk, ProcessEvent
     from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
-    from .runner import StepRunner
     from .runtime import LinuxRuntime, SandboxCapacityError, SandboxStartError
     from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
 
 _HOMES = {
     "EgressPlan": ".egress",
-    "ExitStatus": ".process",
+    "Exited": ".process",
     "Firewall": ".firewall",
     "Limits": ".sandbox",
     "LinuxProcess": ".process",
@@ -44,7 +43,6 @@ _HOMES = {
     "SandboxStartError": ".runtime",
     "SandboxStateError": ".sandbox",
     "SpawnError": ".sandbox",
-    "StepRunner": ".runner",
     "Usage": ".sandbox",
     "check_requirements": ".requirements",
     "connect": ".forward",
@@ -60,7 +58,7 @@ _HOMES = {
 
 __all__ = [
     "EgressPlan",
-    "ExitStatus",
+    "Exited",
     "Firewall",
     "Limits",
     "LinuxProcess",
@@ -77,7 +75,6 @@ __all__ = [
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",
-    "StepRunner",
     "Usage",
     "check_requirements",
     "connect",

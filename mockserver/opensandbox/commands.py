@@ -1,41 +1,57 @@
-"""Run commands as execd does: the runtime that binds a runner to each sandbox, SSE events, timeouts, interrupts.
+"""Run commands as execd does on the command emulator: SSE events, timeouts, interrupts.
 
-:class:`Runner` is the small interface a command runtime implements (today the shared command emulator,
-bound by :func:`emulator_runner`); :class:`CommandRuntime` keeps one runner per sandbox and starts
-:class:`Execution` tasks for the requests the model validated (:class:`~.model.execd.RunRequest`).
+:class:`CommandRuntime` is what execd's routes start commands on, whatever the runtime: it records the
+requests the model validated (:class:`~.model.execd.RunRequest`) and says what the runtime can do
+(:attr:`CommandRuntime.capabilities`). :class:`EmulatorCommands` runs them on the command emulator: each
+sandbox's :class:`~mockserver.runtime.emulator.Runner` (the shared emulator, bound by
+:func:`emulator_runner`) is kept by the runtime's :class:`~mockserver.runtime.emulator.EmulatorBackend`, and
+each command is an :class:`Execution` task.
 
 Each command runs as an asyncio task that walks the emulator's steps, honours ``Sleep`` on the
 virtual clock, kills the command when its ``timeout`` (ms) runs out and pushes execd events into a
 queue the foreground SSE stream drains. Background commands have no reader: their output goes to
 the combined log only.
 
+A bash session's run (:meth:`EmulatorCommands.run_in_session`) starts from the session's variables and
+directory and keeps where the emulator's shell ended (:class:`~mockserver.sandbox.steps.ShellEnd`) for the
+next run, as the linux runtime keeps what its bash dumps; its output is stdout and stderr folded, one line per
+``stdout`` event (empty lines dropped), as execd sends a session's output.
+
 Known deviations: ``ping`` events come every 3 s of *virtual* time; there is no 1 s grace sleep
-after completion; ``uid``/``gid`` are accepted and ignored.
+after completion; ``uid``/``gid`` are accepted and ignored. A session keeps every variable the emulated
+shell ends with (it has no unexported variables), and also what a run that ended with ``exit`` set.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+import codecs
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
+from mockserver.runtime import EMULATOR, Capabilities
+from mockserver.runtime.emulator import EmulatorBackend, Runner
 from mockserver.sandbox.network import HttpTable
-from mockserver.sandbox.steps import Exit, Output, Sleep, Step
+from mockserver.sandbox.steps import Exit, Output, ShellEnd, Sleep
 
+from .execution import RunningCommand
+from .model import execd
 from .model.egress import PolicyGate, effective_policy
 from .model.execd import RunRequest, error_event, frame, new_command
 from .model.records import CommandRecord, SandboxRecord
 
 __all__ = [
     "DEVIATING_OPERATIONS",
+    "NOT_PERSISTED",
     "PING_INTERVAL",
     "CommandRuntime",
+    "EmulatorCommands",
     "EventQueue",
     "Execution",
-    "Runner",
     "RunnerFactory",
-    "RunningCommand",
+    "SessionState",
     "emulator_runner",
     "frame",
 ]
@@ -44,25 +60,24 @@ __all__ = [
 DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"execd": ("POST /command", "POST /session/{sessionId}/run")}
 
 PING_INTERVAL = 3.0
+#: Variables a bash session does not carry to its next run (the shell sets them afresh).
+NOT_PERSISTED = frozenset({"PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "_", "SHLVL", "OLDPWD", "PWD"})
 _END = object()
 
 
-class Runner(Protocol):
-    """What runs one shell command in one sandbox: yields output, sleeps and the exit as steps."""
+@dataclass
+class SessionState:
+    """A bash session's state between runs: its exported variables and working directory."""
 
-    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
-        """Yield the command's steps."""
-        ...
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+    started: bool = False
 
-
-class RunningCommand(Protocol):
-    """A started command as the routes see it: its record and, for a foreground one, its SSE events."""
-
-    record: CommandRecord
-
-    def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Yield the events the SSE stream must send, ending after the terminal one."""
-        ...
+    def keep(self, end: ShellEnd) -> None:
+        """Keep where a run's shell ended as the session's state for its next run."""
+        self.env = {k: v for k, v in end.env.items() if k not in NOT_PERSISTED}
+        self.cwd = end.cwd
+        self.started = True
 
 
 #: Builds a sandbox's runner; ``gate`` answers its DNS and connection checks by its current egress policy.
@@ -118,6 +133,7 @@ class Execution(EventQueue):
         timeout_ms: int | None,
         stream: bool,
         argv: Sequence[str] | None = None,
+        session: Callable[[ShellEnd], None] | None = None,
     ) -> None:
         super().__init__(stream)
         self.record = record
@@ -127,6 +143,8 @@ class Execution(EventQueue):
         self.env = dict(env)
         self.cwd = cwd
         self.timeout = None if not timeout_ms or timeout_ms <= 0 else timeout_ms / 1000.0
+        self.session = session
+        self._lines: _Lines | None = _Lines() if session is not None else None
         self.done = asyncio.Event()
 
     def start(self) -> None:
@@ -175,6 +193,10 @@ class Execution(EventQueue):
         for step in self.runner.run(command, env=self.env, cwd=self.cwd):
             if isinstance(step, Output):
                 self.record.output.extend(step.data)
+                if self._lines is not None:
+                    for line in self._lines.take(step.data):
+                        self._emit({"type": "stdout", "text": line, "timestamp": self.clock.now_ms()})
+                    continue
                 text = step.data.decode("utf-8", "replace")
                 self._emit({"type": step.stream, "text": text, "timestamp": self.clock.now_ms()})
             elif isinstance(step, Sleep):
@@ -188,9 +210,36 @@ class Execution(EventQueue):
                         next_ping = self.clock.now() + PING_INTERVAL
                         self._emit({"type": "ping", "text": "pong", "timestamp": self.clock.now_ms()})
             elif isinstance(step, Exit):
+                self._end_session(step.shell)
                 return step.code
             await asyncio.sleep(0)
+        self._end_session(None)
         return 0
+
+    def _end_session(self, end: ShellEnd | None) -> None:
+        """Send a session run's last partial line, and hand the session where its shell ended."""
+        if self._lines is not None:
+            for line in self._lines.take(b"", final=True):
+                self._emit({"type": "stdout", "text": line, "timestamp": self.clock.now_ms()})
+        if self.session is not None and end is not None:
+            self.session(end)
+
+
+class _Lines:
+    """Split a session run's output into the bare lines execd sends (empty ones dropped)."""
+
+    def __init__(self) -> None:
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.partial = ""
+
+    def take(self, data: bytes, *, final: bool = False) -> list[str]:
+        """Return the complete lines ``data`` ends (every line left, when ``final``)."""
+        self.partial += self.decoder.decode(data, final=final)
+        *complete, self.partial = self.partial.split("\n")
+        if final:
+            complete.append(self.partial)
+            self.partial = ""
+        return [line for line in complete if line]
 
 
 def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
@@ -208,37 +257,73 @@ def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
 
 
 class CommandRuntime:
-    """Run the model's validated commands: one runner per sandbox (built by ``factory``), one task per command.
+    """The :class:`~.execution.Commands` execd's routes start commands on: the model's validated requests, a task each.
 
-    ``live`` is False: the emulator serves no PTY, code context or real port (the linux runtime,
-    :class:`~.linux_runtime.LinuxCommandRuntime`, does).
+    :attr:`capabilities` say what else the runtime serves (here: nothing; the emulator keeps bash sessions,
+    see :class:`EmulatorCommands` and :class:`~.linux_runtime.LinuxCommandRuntime`). A runtime implements
+    :meth:`start`, and the session and metrics methods where it does more.
     """
 
-    live = False
+    capabilities: Capabilities = Capabilities()
+
+    def __init__(self, clock: VirtualClock, ids: IdFactory) -> None:
+        self.clock = clock
+        self.ids = ids
+        self._live: set[Any] = set()
+
+    def clear(self) -> None:
+        """Forget what the runtime keeps per sandbox (the sandboxes are gone or replaced)."""
+
+    def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, RunningCommand]:
+        """Record the command and start it on the running loop (a foreground one streams its events)."""
+        raise NotImplementedError
+
+    def run_in_session(
+        self, sb: SandboxRecord, session_id: str, run: RunRequest
+    ) -> tuple[CommandRecord, RunningCommand]:
+        """Run a command in a bash session: without the ``sessions`` capability, a command in its directory."""
+        return self.start(sb, run)
+
+    def forget_session(self, sb: SandboxRecord, session_id: str) -> None:
+        """Drop a deleted session's state (a runtime without ``sessions`` keeps none)."""
+
+    async def metrics(self, sb: SandboxRecord) -> dict[str, Any]:
+        """Return ``GET /metrics``'s body: figures derived from the sandbox's limits and running commands."""
+        return execd.metrics(sb, self.clock.now_ms())
+
+    def running(self) -> int:
+        """Return how many started commands still run (each holds a task until it ends)."""
+        self._live = {e for e in self._live if not e.done.is_set()}
+        return len(self._live)
+
+
+class EmulatorCommands(CommandRuntime):
+    """Run the model's validated commands in the command emulator: one runner per sandbox (built by ``factory``)."""
+
+    capabilities = EMULATOR
 
     def __init__(
         self, clock: VirtualClock, ids: IdFactory, dns: DnsTable, enforcement: str, factory: RunnerFactory
     ) -> None:
-        self.clock = clock
-        self.ids = ids
+        super().__init__(clock, ids)
         self.dns = dns
         self.enforcement = enforcement
         self.factory = factory
-        self._runners: dict[str, Runner] = {}
-        self._live: set[Execution] = set()
+        self.backend: EmulatorBackend[SandboxRecord] = EmulatorBackend(self._runner, key=lambda sb: sb.id)
+        self.sessions: dict[tuple[str, str], SessionState] = {}
+
+    def _runner(self, sb: SandboxRecord) -> Runner:
+        gate = PolicyGate(lambda: effective_policy(sb), self.dns, self.enforcement)
+        return self.factory(sb, gate)
 
     def clear(self) -> None:
-        """Forget every runner (the sandboxes are gone or replaced)."""
-        self._runners.clear()
+        """Forget every runner and session (the sandboxes are gone or replaced)."""
+        self.backend.clear()
+        self.sessions.clear()
 
     def runner_for(self, sb: SandboxRecord) -> Runner:
         """Return the sandbox's runner; its egress obeys the sandbox's policy at the time of each check."""
-        runner = self._runners.get(sb.id)
-        if runner is None:
-            gate = PolicyGate(lambda: effective_policy(sb), self.dns, self.enforcement)
-            runner = self.factory(sb, gate)
-            self._runners[sb.id] = runner
-        return runner
+        return self.backend.runner_for(sb)
 
     def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, RunningCommand]:
         """Record the command and start it on the running loop (a foreground one streams its events)."""
@@ -257,7 +342,32 @@ class CommandRuntime:
         self._live.add(execution)
         return record, execution
 
-    def running(self) -> int:
-        """Return how many started commands still run (each holds a task until it ends)."""
-        self._live = {e for e in self._live if not e.done.is_set()}
-        return len(self._live)
+    def run_in_session(
+        self, sb: SandboxRecord, session_id: str, run: RunRequest
+    ) -> tuple[CommandRecord, RunningCommand]:
+        """Run a command in a bash session: from the session's variables and directory, keeping where it ends."""
+        state = self.sessions.setdefault((sb.id, session_id), SessionState(sb.sessions.get(session_id, "/")))
+        record = new_command(sb, self.ids, self.clock, run)
+
+        def keep(end: ShellEnd) -> None:
+            state.keep(end)
+            if session_id in sb.sessions:
+                sb.sessions[session_id] = state.cwd
+
+        execution = Execution(
+            record,
+            self.runner_for(sb),
+            self.clock,
+            env={**run.env, **state.env},
+            cwd=run.cwd,
+            timeout_ms=run.timeout_ms,
+            stream=True,
+            session=keep,
+        )
+        execution.start()
+        self._live.add(execution)
+        return record, execution
+
+    def forget_session(self, sb: SandboxRecord, session_id: str) -> None:
+        """Drop a deleted session's state."""
+        self.sessions.pop((sb.id, session_id), None)

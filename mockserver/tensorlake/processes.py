@@ -2,83 +2,39 @@
 
 A runtime runs a :class:`~.model.daemon.CommandSpec` for a sandbox and reports what the process writes and how
 it ends into the sandbox's :class:`~.model.daemon.Daemon` (the model keeps the records; the runtime only
-executes). :class:`ProcessRuntime` is the whole interface the routes use. Two runtimes implement it:
+executes). :class:`~.execution.ProcessRuntime` is the whole interface the routes use. Two runtimes implement it:
 
-* :class:`EmulatorRuntime` (the default) runs the shared command emulator as asyncio tasks, its ``Sleep``
-  steps on the mock's virtual clock and a run's ``timeout`` enforced on that clock. It has no terminals
-  and no ports: PTY sessions and TCP tunnels answer 501.
+* :class:`EmulatorRuntime` (the default) runs the shared command emulator
+  (:class:`~mockserver.runtime.emulator.EmulatorBackend`) as asyncio tasks, its ``Sleep`` steps on the mock's
+  virtual clock and a run's ``timeout`` enforced on that clock. A process started with ``stdin_mode: "pipe"``
+  gets an open stdin: what is written is fed to the command that reads it (``cat`` echoes it as it comes;
+  ``wc``, ``grep``, ``sh`` and the like read it all once it is closed), and such a command runs until stdin is
+  closed. It has no terminals and no ports (:data:`~mockserver.runtime.EMULATOR`): PTY sessions and TCP
+  tunnels answer 501.
 * :class:`~.linux_runtime.LinuxProcessRuntime` (``runtime="linux"``) runs real processes in Linux
-  namespaces (see ``docs/runtime.md``), with PTYs and TCP tunnels into the sandbox.
+  namespaces (:class:`~mockserver.runtime.linux.LinuxBackend`, see ``docs/runtime.md``), with PTYs and TCP
+  tunnels into the sandbox.
+
+A runtime's :attr:`~.execution.ProcessRuntime.capabilities` say which of PTYs (``pty``) and tunnels (``ports``) it serves.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from mockserver.core.clock import VirtualClock
-from mockserver.sandbox.steps import Exit, Output, Sleep
+from mockserver.runtime import EMULATOR, Capabilities, Terminal
+from mockserver.runtime.emulator import EmulatorBackend, Runner
+from mockserver.sandbox.steps import Exit, OpenStdin, Output, Sleep, StdinPipe, WaitStdin
 
 from .model.daemon import CommandSpec, Daemon, ProcessRecord, PtySpec
 from .model.records import Sandbox
 
-if TYPE_CHECKING:
-    from mockserver.sandbox.commands import CommandEmulator
-
-__all__ = ["EmulatorRuntime", "ProcessRuntime", "RecordedRuntime", "Terminal"]
+__all__ = ["EmulatorRuntime", "RecordedRuntime"]
 
 _Key = tuple[str, int]
-
-
-class Terminal(Protocol):
-    """A process on a PTY, as the PTY WebSocket drives it."""
-
-    def write(self, data: bytes) -> None:
-        """Send keystrokes to the terminal."""
-
-    def resize(self, rows: int, cols: int) -> None:
-        """Set the terminal's size."""
-
-    def kill(self) -> None:
-        """End the process (and its process group)."""
-
-    def output(self) -> AsyncIterator[bytes | int]:
-        """Yield everything the terminal showed since it started, as it comes; the exit code last."""
-
-
-class ProcessRuntime(Protocol):
-    """Start, signal and follow the processes of sandboxes; open their terminals and ports."""
-
-    #: Whether PTY sessions and TCP tunnels are served (the emulator has neither).
-    terminals: bool
-
-    def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
-        """Start ``spec`` in ``sandbox`` in the background; return its (running) record."""
-
-    def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
-        """End a running process with ``signal`` (a no-op once it ended); the record may end a moment later."""
-
-    async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
-        """Kill the process (SIGKILL to its group) and wait, briefly, until its record shows the end."""
-
-    async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
-        """Feed ``data`` to a process's stdin pipe."""
-
-    async def close_stdin(self, daemon: Daemon, proc: ProcessRecord) -> None:
-        """Close a process's stdin pipe (it sees end of file)."""
-
-    def follow(self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool) -> AsyncIterator[Any]:
-        """Yield the process's output events on ``stream`` as they come, and its exit event if ``with_exit``."""
-
-    async def open_terminal(self, sandbox: Sandbox, spec: PtySpec) -> Terminal:
-        """Start ``spec`` on a new PTY in ``sandbox`` (only when :attr:`terminals`)."""
-
-    async def open_port(self, sandbox: Sandbox, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """Connect to ``port`` inside ``sandbox`` (OSError when nothing listens; only when :attr:`terminals`)."""
-
-    def close(self, sandbox_id: str) -> None:
-        """Kill every process of a sandbox that is gone (safe from any thread)."""
 
 
 class RecordedRuntime:
@@ -140,28 +96,43 @@ class RecordedRuntime:
 class EmulatorRuntime(RecordedRuntime):
     """Run commands in the command emulator as asyncio tasks on the server's event loop."""
 
-    terminals = False
+    capabilities: Capabilities = EMULATOR
 
-    def __init__(self, clock: VirtualClock, emulator_for: Callable[[Sandbox], CommandEmulator]) -> None:
+    def __init__(self, clock: VirtualClock, emulator_for: Callable[[Sandbox], Runner]) -> None:
         super().__init__(clock)
-        self.emulator_for = emulator_for
+        self.backend: EmulatorBackend[Sandbox] = EmulatorBackend(emulator_for)
         self._tasks: dict[_Key, asyncio.Task[None]] = {}
+        self._pipes: dict[_Key, tuple[StdinPipe, asyncio.Event]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
-        """Start ``spec`` as a background task and return its record."""
+        """Start ``spec`` as a background task and return its record (with an open stdin pipe when asked)."""
         proc = daemon.start(spec, self.clock.now())
         self._loop = asyncio.get_running_loop()
         key = (daemon.sandbox_id, proc.pid)
-        self._tasks[key] = asyncio.create_task(self._execute(sandbox, daemon, proc, spec.timeout))
+        stdin = b""
+        if spec.stdin_pipe:
+            pipe = StdinPipe()
+            self._pipes[key] = (pipe, asyncio.Event())
+            stdin = OpenStdin(pipe)
+        self._tasks[key] = asyncio.create_task(self._execute(sandbox, daemon, proc, spec.timeout, stdin))
         return proc
 
-    async def _execute(self, sandbox: Sandbox, daemon: Daemon, proc: ProcessRecord, timeout: float | None) -> None:
-        emulator = self.emulator_for(sandbox)
+    async def _execute(
+        self, sandbox: Sandbox, daemon: Daemon, proc: ProcessRecord, timeout: float | None, stdin: bytes
+    ) -> None:
+        emulator = self.backend.runner_for(sandbox)
         elapsed = 0.0
+        key = (daemon.sandbox_id, proc.pid)
+        argv = [proc.command, *proc.args]
         try:
-            for step in emulator.run([proc.command, *proc.args], env=proc.env, cwd=proc.working_dir or "/"):
-                if isinstance(step, Output):
+            for step in emulator.run(argv, env=proc.env, cwd=proc.working_dir or "/", stdin=stdin):
+                if isinstance(step, WaitStdin):
+                    changed = self._pipes[key][1]
+                    while len(step.pipe.data) <= step.offset and not step.pipe.closed:
+                        changed.clear()
+                        await changed.wait()
+                elif isinstance(step, Output):
                     daemon.write(proc, step.stream, step.data, self.clock.now())
                     self._notify(daemon, proc)
                 elif isinstance(step, Sleep):
@@ -184,7 +155,8 @@ class EmulatorRuntime(RecordedRuntime):
             )
             self._finish(daemon, proc, exit_code=127)
         finally:
-            self._tasks.pop((daemon.sandbox_id, proc.pid), None)
+            self._tasks.pop(key, None)
+            self._pipes.pop(key, None)
 
     def live(self) -> int:
         """Return how many processes still run (each holds a task until it ends)."""
@@ -204,10 +176,18 @@ class EmulatorRuntime(RecordedRuntime):
         self.kill(daemon, proc)
 
     async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
-        """Accept stdin and drop it: an emulated command reads no stdin."""
+        """Feed ``data`` to the process's stdin pipe (the command reads it when it reads stdin)."""
+        held = self._pipes.get((daemon.sandbox_id, proc.pid))
+        if held is not None:
+            held[0].data.extend(data)
+            held[1].set()
 
     async def close_stdin(self, daemon: Daemon, proc: ProcessRecord) -> None:
-        """Nothing to close in the emulator."""
+        """Close the process's stdin pipe: a command reading it sees end of file."""
+        held = self._pipes.get((daemon.sandbox_id, proc.pid))
+        if held is not None:
+            held[0].closed = True
+            held[1].set()
 
     async def open_terminal(self, sandbox: Sandbox, spec: PtySpec) -> Terminal:
         """The emulator has no terminals."""

@@ -25,7 +25,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from contracts.opensandbox import NetworkPolicy, PolicyError, parse_rules
 from harness.reporting.mutation import register_mutants
 from mockserver.opensandbox import OpenSandboxMock
-from mockserver.opensandbox.commands import Runner
 from mockserver.opensandbox.model.egress import PolicyGate, status_body
 from mockserver.opensandbox.model.forwarding import CONNECTION_HEADERS
 from mockserver.opensandbox.model.records import SandboxRecord, paginate
@@ -33,6 +32,7 @@ from mockserver.opensandbox.model.state import OpenSandboxState
 from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
 from mockserver.opensandbox.routes.ports import PortDispatcher
 from mockserver.opensandbox.routes.render import sandbox_of
+from mockserver.runtime.emulator import Runner
 from mockserver.sandbox.steps import Exit, Output, Step
 
 Json = dict[str, Any]
@@ -320,9 +320,11 @@ class _ZeroExit:
     def __init__(self, inner: Runner) -> None:
         self.inner = inner
 
-    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
+    def run(
+        self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str, stdin: bytes = b""
+    ) -> Iterator[Step]:
         """Yield the inner steps with ``Exit`` forced to 0."""
-        for step in self.inner.run(command, env=env, cwd=cwd):
+        for step in self.inner.run(command, env=env, cwd=cwd, stdin=stdin):
             yield Exit(0) if isinstance(step, Exit) else step
 
 
@@ -438,9 +440,11 @@ class _StdoutOnly:
     def __init__(self, inner: Runner) -> None:
         self.inner = inner
 
-    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
+    def run(
+        self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str, stdin: bytes = b""
+    ) -> Iterator[Step]:
         """Yield the inner steps without stderr output."""
-        for step in self.inner.run(command, env=env, cwd=cwd):
+        for step in self.inner.run(command, env=env, cwd=cwd, stdin=stdin):
             if not (isinstance(step, Output) and step.stream == "stderr"):
                 yield step
 

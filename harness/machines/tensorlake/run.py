@@ -18,8 +18,8 @@ from hypothesis import settings
 
 from harness.machines.common import derive_settings, judge, run_seeded
 from harness.machines.tensorlake.compare import ContractViolation
-from harness.machines.tensorlake.driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory, MachineBase
-from harness.machines.tensorlake.machine import make_machine
+from harness.machines.tensorlake.driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory
+from harness.machines.tensorlake.machine import TensorLakeAPIMachine, make_machine
 from mockserver.admin.client import AdminClient
 from mockserver.asgi.server import MockServer
 from mockserver.service import HttpMock
@@ -67,7 +67,7 @@ def machine_settings(
 
 
 def run_machine(
-    machine: type[MachineBase],
+    machine: type[TensorLakeAPIMachine],
     *,
     settings: settings | None = None,
     seed: int | None = None,

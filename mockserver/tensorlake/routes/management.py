@@ -1,7 +1,7 @@
 """The in-sandbox management API's routes (port 9501 behind the proxy): parse, ask the rules, run, render.
 
 The proxy puts the admitted sandbox in the request's scope. Validation, bodies and error codes are the
-model's (:mod:`..model.management`); commands go to the process runtime (:mod:`..processes`), whose events
+model's (:mod:`..model.management`); commands go to the process runtime (:mod:`..execution`), whose events
 ``POST /api/v1/processes/run`` and the ``follow`` routes stream as ``text/event-stream`` ``data:`` frames. A
 client that goes away ends its stream; a ``run``'s process then ends too, a followed process runs on.
 
@@ -9,7 +9,11 @@ PTY sessions and TCP tunnels (a runtime with terminals only, else 501) are WebSo
 frames are the SDK's (first byte 0x00 data, 0x01 resize with big-endian ``cols, rows``, 0x02 ready from the
 client, 0x03 exit with a big-endian ``int32`` code from the server, which then closes with reason
 ``exit:<code>``); a tunnel relays raw bytes in binary messages to one TCP connection inside the sandbox.
-A refused WebSocket is closed before it is accepted (the client sees HTTP 403).
+A refused WebSocket gets the daemon's HTTP answer instead of the upgrade (501 ``not_supported`` on a runtime
+without terminals, 400 for a bad ``?port=``, 404/401 for a PTY session or its token), as execd's PTY route
+does on the OpenSandbox side; a server without the ASGI ``websocket.http.response`` extension accepts it and
+closes it at once with code ``4000 + status`` and the error code as the reason, so a refusal never reads as
+the proxy's 403.
 """
 
 from __future__ import annotations
@@ -32,15 +36,17 @@ from mockserver.asgi.blocking import offload, piece_response
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_body, read_json
 from mockserver.asgi.streams import WatchedStream
+from mockserver.asgi.websockets import deny
 from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
+from mockserver.runtime import Output, Terminal
 
+from ..execution import ProcessRuntime
 from ..model import management as rules
 from ..model.daemon import Daemon, ProcessRecord
 from ..model.records import Sandbox
 from ..model.state import TensorLakeModel
-from ..processes import ProcessRuntime, Terminal
-from .common import SANDBOX_KEY, daemon_error_handler
+from .common import SANDBOX_KEY, daemon_error, daemon_error_handler
 
 OP_DATA, OP_RESIZE, OP_READY, OP_EXIT = 0x00, 0x01, 0x02, 0x03
 
@@ -163,7 +169,7 @@ class ManagementApi:
         return JSONResponse(rules.signal_body(running))
 
     async def stdin(self, request: Request) -> Response:
-        """Feed bytes to a process's stdin (the emulator drops them)."""
+        """Feed bytes to a process's stdin pipe."""
         daemon, proc = self.find(request)
         data = await read_body(request)
         rules.stdin_target(proc)
@@ -237,7 +243,7 @@ class ManagementApi:
 
     async def create_pty(self, request: Request) -> Response:
         """Start a program on a new PTY; answer its session id and the token its WebSocket presents."""
-        if not self.runtime.terminals:
+        if not self.runtime.capabilities.pty:
             raise rules.unsupported()
         spec = rules.pty_spec(await read_json(request), notes(request.scope).unknown_fields)
         sandbox = self.sandbox(request)
@@ -249,7 +255,7 @@ class ManagementApi:
 
     async def delete_pty(self, request: Request) -> Response:
         """End a PTY session and its program."""
-        if not self.runtime.terminals:
+        if not self.runtime.capabilities.pty:
             raise rules.unsupported()
         sandbox = self.sandbox(request)
         session = rules.pty_session(self.daemon(request), request.path_params["session"], None, need_token=False)
@@ -264,11 +270,11 @@ class ManagementApi:
         sandbox: Sandbox = websocket.scope["state"][SANDBOX_KEY]
         token = websocket.headers.get("x-pty-token") or websocket.query_params.get("token")
         try:
-            if not self.runtime.terminals:
+            if not self.runtime.capabilities.pty:
                 raise rules.unsupported()
             session = rules.pty_session(self.model.daemon_of(sandbox), websocket.path_params["session"], token)
         except ApiError as refusal:
-            await websocket.close(code=1008, reason=refusal.code)
+            await deny(websocket, daemon_error(refusal), status=refusal.status, code=refusal.code)
             return
         terminal = self.terminals.get((sandbox.id, session.session_id))
         if terminal is None:
@@ -277,12 +283,13 @@ class ManagementApi:
         await websocket.accept()
 
         async def output() -> None:
-            async for item in terminal.output():
-                if isinstance(item, bytes):
-                    await websocket.send_bytes(bytes([OP_DATA]) + item)
+            async for event in terminal.events():
+                if isinstance(event, Output):
+                    await websocket.send_bytes(bytes([OP_DATA]) + event.data)
                 else:
-                    await websocket.send_bytes(bytes([OP_EXIT]) + struct.pack(">i", item))
-                    await websocket.close(code=1000, reason=f"exit:{item}")
+                    code = event.shell_code
+                    await websocket.send_bytes(bytes([OP_EXIT]) + struct.pack(">i", code))
+                    await websocket.close(code=1000, reason=f"exit:{code}")
                     return
 
         async def keyboard() -> None:
@@ -294,7 +301,7 @@ class ManagementApi:
                 if not data:
                     continue
                 if data[0] == OP_DATA:
-                    terminal.write(data[1:])
+                    terminal.write_stdin(data[1:])
                 elif data[0] == OP_RESIZE and len(data) >= 5:
                     cols, rows = struct.unpack(">HH", data[1:5])
                     terminal.resize(rows, cols)
@@ -305,12 +312,12 @@ class ManagementApi:
         """Relay one TCP connection to ``?port=`` inside the sandbox over binary WebSocket messages."""
         sandbox: Sandbox = websocket.scope["state"][SANDBOX_KEY]
         try:
-            if not self.runtime.terminals:
+            if not self.runtime.capabilities.ports:
                 raise rules.unsupported()
             port = rules.tunnel_port(websocket.query_params.get("port"))
             reader, writer = await self.runtime.open_port(sandbox, port)
         except ApiError as refusal:
-            await websocket.close(code=1008, reason=refusal.code)
+            await deny(websocket, daemon_error(refusal), status=refusal.status, code=refusal.code)
             return
         except OSError:
             await websocket.close(code=1011, reason="connection refused")

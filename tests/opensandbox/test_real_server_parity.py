@@ -12,8 +12,8 @@ import pytest
 
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
-from mockserver.opensandbox.model.spec import iso, parse_create
 from mockserver.opensandbox.model.bodies import RenewRequest, validated
+from mockserver.opensandbox.model.spec import iso, parse_create
 from mockserver.opensandbox.model.validation import RequestValidationError
 
 from .conftest import API_KEY

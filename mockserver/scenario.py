@@ -65,6 +65,11 @@ class LoadedScenarios:
         found = self._parts.get(provider)
         return () if found is None or found.part.api_keys is None else found.part.api_keys
 
+    def server_config(self, provider: str) -> str | None:
+        """Return the server configuration file the scenario names for ``provider`` (OpenSandbox only), or None."""
+        found = self._parts.get(provider)
+        return None if found is None else found.part.server_config
+
     def before_serving(self, mocks: Mapping[str, HttpMock]) -> None:
         """Restore snapshots, set clocks and DNS tables (in process, before any request)."""
         for provider, found in self._parts.items():

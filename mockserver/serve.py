@@ -24,6 +24,7 @@ from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 if TYPE_CHECKING:
     from mockserver.asgi.server import MockServer
     from mockserver.linux import SandboxLimits
+    from mockserver.opensandbox.model.server_file import ServerFile
     from mockserver.service import HttpMock
 
 __all__ = [
@@ -75,6 +76,7 @@ class ServeOptions:
     scenarios: Sequence[str] = field(default_factory=tuple)
     max_sandboxes: int | None = None
     opensandbox_egress_mode: str = "dns"
+    opensandbox_config: str | None = None
 
 
 class ServeError(ValueError):
@@ -103,6 +105,7 @@ def build_mocks(
     max_sandboxes: int | None = None,
     opensandbox_egress_mode: str = "dns",
     sandbox_limits: SandboxLimits | None = None,
+    opensandbox_config: ServerFile | None = None,
 ) -> dict[str, HttpMock]:
     """Create both mocks, each with its own virtual clock; ``api_keys`` pins the accepted keys.
 
@@ -115,7 +118,10 @@ def build_mocks(
     ``max_sandboxes`` caps the live sandboxes of both mocks together (None: :data:`DEFAULT_LINUX_MAX_SANDBOXES`
     on linux, no cap on the emulator); past it a create gets the provider's capacity error.
     ``opensandbox_egress_mode`` is the OpenSandbox server's ``[egress] mode``: ``dns`` or ``dns+nft``.
-    ``sandbox_limits`` are the linux sandboxes' default pids, memory and disk limits.
+    ``sandbox_limits`` are the linux sandboxes' default pids, memory and disk limits. ``opensandbox_config`` is
+    the real OpenSandbox server's configuration file, read: it sets that mock's runtime profile, egress image and
+    mode (over ``opensandbox_egress_mode``), maximum timeout, endpoints, port range and volume allow-list, and its
+    ``[server] api_key`` is the OpenSandbox key when no key is pinned otherwise.
     """
     from mockserver.core.capacity import Capacity
     from mockserver.opensandbox import OpenSandboxMock
@@ -148,6 +154,8 @@ def build_mocks(
     extra = provider_keys or {}
     tensorlake_keys = [*keys, *extra.get("tensorlake", ())]
     opensandbox_keys = [*keys, *extra.get("opensandbox", ())]
+    if not opensandbox_keys and opensandbox_config is not None and opensandbox_config.api_key:
+        opensandbox_keys = [opensandbox_config.api_key]
     tensorlake = TensorLakeMock(
         seed=seed,
         clock=clock(),
@@ -165,6 +173,7 @@ def build_mocks(
         runtime=chosen,
         capacity=capacity,
         sandbox_limits=sandbox_limits,
+        config=opensandbox_config,
     )
     mocks: dict[str, HttpMock] = {"tensorlake": tensorlake, "opensandbox": opensandbox}
     for mock in mocks.values():
@@ -226,6 +235,34 @@ def _start(server: MockServer, name: str, port: int) -> None:
         raise ServeError(f"cannot listen on {server.host}:{port} for the {name} mock: {exc.strerror or exc}") from exc
 
 
+def _opensandbox_config(option: str | None, from_scenario: str | None) -> ServerFile | None:
+    """Read the OpenSandbox server configuration file given by ``--opensandbox-config`` or a scenario."""
+    from mockserver.opensandbox.model.server_file import ServerFileError, load_server_file
+
+    if option and from_scenario:
+        raise ServeError(
+            f"--opensandbox-config {option} and the scenario's server_config {from_scenario} both configure the "
+            "OpenSandbox server; give one"
+        )
+    path = option or from_scenario
+    if not path:
+        return None
+    try:
+        return load_server_file(path)
+    except ServerFileError as exc:
+        raise ServeError(f"--opensandbox-config: {exc}") from exc
+
+
+def _describe(server_file: ServerFile) -> str:
+    """Return the banner's summary of what a server configuration file sets."""
+    bound = f"at most {server_file.max_timeout}s" if server_file.max_timeout is not None else "unbounded"
+    egress = f"egress image, {server_file.enforcement}" if server_file.egress_image else "no egress image"
+    return (
+        f"{server_file.profile} runtime, {server_file.network_mode} network mode, endpoints on "
+        f"{server_file.public_host}, {egress}, timeouts {bound}"
+    )
+
+
 def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given.
 
@@ -252,6 +289,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         scenarios = load_scenarios(options.scenarios)
     except ScenarioError as exc:
         raise ServeError(str(exc)) from exc
+    server_file = _opensandbox_config(options.opensandbox_config, scenarios.server_config("opensandbox"))
     soft, hard = raise_soft_limit()
     mocks = build_mocks(
         seed=options.seed,
@@ -264,6 +302,7 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         max_sandboxes=options.max_sandboxes,
         opensandbox_egress_mode=options.opensandbox_egress_mode,
         sandbox_limits=options.sandbox_limits,
+        opensandbox_config=server_file,
     )
     store = None
     apps = {name: mock.app for name, mock in mocks.items()}
@@ -308,6 +347,8 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
             out(f"{name:<12} {server.url}   (admin: {server.url}/_mock)")
         limit = options.max_sandboxes or (DEFAULT_LINUX_MAX_SANDBOXES if options.runtime == "linux" else None)
         cap = "no cap on" if limit is None else f"at most {limit}"
+        if server_file is not None:
+            out(f"{'opensandbox':<12} configured from {server_file.path} ({_describe(server_file)})")
         out(f"{'sandboxes':<12} {cap} live sandboxes (both APIs together); open files limit {soft} (hard {hard})")
         try:
             for line in scenarios.once_serving(mocks, {n: s.url for n, s in servers.items()}, options.execd_token):

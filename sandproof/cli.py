@@ -97,6 +97,15 @@ def _serve_options(cmd: argparse.ArgumentParser) -> None:
         "(also enforced on IP addresses) (default: %(default)s)",
     )
     cmd.add_argument(
+        "--opensandbox-config",
+        default=None,
+        metavar="FILE",
+        help="configure the OpenSandbox mock from the real opensandbox-server's own TOML file: runtime, "
+        "[server] api_key and max_sandbox_timeout_seconds, [egress] image and mode, [docker] network_mode and "
+        "port range, endpoint host, [storage] allowed_host_paths; keys missing from it take the real server's "
+        "defaults (see docs/opensandbox-config.md) (default: none, the mock's own settings)",
+    )
+    cmd.add_argument(
         "--header-timeout",
         type=float,
         default=DEFAULT_HEADER_TIMEOUT,
@@ -217,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             scenarios=tuple(args.scenario),
             max_sandboxes=args.max_sandboxes,
             opensandbox_egress_mode=args.opensandbox_egress_mode,
+            opensandbox_config=args.opensandbox_config,
         )
         try:
             return serve(options, out=lambda line: print(line, flush=True))

@@ -27,12 +27,14 @@ from harness.machines.common import admin_session, contract_params
 from harness.machines.opensandbox.machine import (
     ADMIN_OPERATIONS,
     OPERATIONS,
-    http_clients,
-    machine_settings,
     make_machine,
-    run_machine,
 )
 from harness.machines.opensandbox.proxy_rules import NOTHING_BEHIND, PROXY_HEADERS
+from harness.machines.opensandbox.run import (
+    http_clients,
+    machine_settings,
+    run_machine,
+)
 from harness.strength import current
 from harness.targets import Target
 from harness.targets.sidecar import sidecar_missing

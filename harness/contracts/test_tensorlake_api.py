@@ -28,9 +28,11 @@ from harness.machines.tensorlake.machine import (
     ADMIN_OPERATIONS,
     DEFAULT_KEY,
     OPERATIONS,
+    make_machine,
+)
+from harness.machines.tensorlake.run import (
     http_clients,
     machine_settings,
-    make_machine,
     run_machine,
 )
 from harness.targets import Target

@@ -27,16 +27,32 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from harness.differential.compare import Comparison, ProgramResult
 from harness.differential.deviations import Deviation
 from harness.differential.programs import Program
-from harness.differential.real_server import RealOpenSandboxServer
+from harness.differential.real_server import RealOpenSandboxServer, Settings
 from harness.differential.runner import DifferentialRunner, Side
 from harness.differential.strategies import programs
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
+from mockserver.opensandbox.model.server_file import load_server_file
 
-__all__ = ["DEFAULT_SEED", "CampaignResult", "main", "mock_for_differential", "run_campaign", "sides"]
+__all__ = [
+    "DEFAULT_SEED",
+    "LIMITED",
+    "CampaignResult",
+    "main",
+    "mock_for_differential",
+    "run_campaign",
+    "sides",
+]
 
 DEFAULT_SEED = 20_260_101
 KEY = "sandproof-differential-key"
+#: A non-default configuration both sides run from: a maximum sandbox timeout, no egress image, a narrow port
+#: range, a host-volume allow-list.
+LIMITED: Settings = {
+    "server": {"max_sandbox_timeout_seconds": 86400},
+    "docker": {"port_range_min": 45000, "port_range_max": 45200},
+    "storage": {"allowed_host_paths": ["/tmp/sandproof-allowed"]},
+}
 
 
 def _label(deviation: Deviation) -> str:
@@ -145,17 +161,20 @@ def run_campaign(
     return result
 
 
-def mock_for_differential() -> OpenSandboxMock:
-    """Return the mock the differential compares, configured as the real server: Docker profile, no egress
-    sidecar image, the shared key; on a wall clock, since relative times need one."""
-    return OpenSandboxMock(api_key=KEY, clock=VirtualClock("wall", start=time.time()), egress_image=False)
+def mock_for_differential(real: RealOpenSandboxServer) -> OpenSandboxMock:
+    """Return the mock the differential compares, built from the configuration file the running `real` server
+    started from (so a difference is a behaviour, not a setting); on a wall clock, since relative times need one."""
+    return OpenSandboxMock(clock=VirtualClock("wall", start=time.time()), config=load_server_file(real.config_path))
 
 
 @contextmanager
-def sides() -> Iterator[tuple[Side, Side]]:
-    """Start the real server and a served mock; yield their sides."""
-    mock = mock_for_differential()
-    with RealOpenSandboxServer(api_key=KEY) as real, mock.server() as served:
+def sides(settings: Settings | None = None) -> Iterator[tuple[Side, Side]]:
+    """Start the real server from its configuration (`settings` over the run's own) and a served mock from the
+    same file; yield their sides."""
+    with (
+        RealOpenSandboxServer(api_key=KEY, settings=settings) as real,
+        mock_for_differential(real).server() as served,
+    ):
         yield Side("real", real.url, KEY), Side("mock", served.url, KEY)
 
 
@@ -166,6 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"Hypothesis seed (default {DEFAULT_SEED})")
     parser.add_argument("--every", type=int, default=200, help="print a progress line every N steps")
     parser.add_argument("--show", type=int, default=50, help="divergent steps to print in full")
+    parser.add_argument(
+        "--limited",
+        action="store_true",
+        help="run both sides from the non-default configuration LIMITED (a maximum timeout, a narrow port range)",
+    )
     args = parser.parse_args(argv)
     marks = [args.every]
 
@@ -179,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             )
 
     print(f"differential campaign: {args.steps} steps, seed {args.seed}", flush=True)
-    with sides() as (real, mock), DifferentialRunner(real, mock) as runner:
+    with sides(LIMITED if args.limited else None) as (real, mock), DifferentialRunner(real, mock) as runner:
         result = run_campaign(runner, steps=args.steps, seed_value=args.seed, progress=progress)
     if result.divergent:
         print(result.report(args.show))

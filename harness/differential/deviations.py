@@ -45,8 +45,11 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
         "body.endpoint",
         "`127.0.0.1:<execdHostPort>/proxy/<port>` (8080: its own host port)",
         "`127.0.0.1:<mockPort>/direct/<id>/<port>`",
-        "The mock serves every sandbox port from its own socket; the real Docker runtime publishes a host port "
-        "per container. Both are scheme-less `host:port/path` endpoints the SDK uses the same way.",
+        "The mock's own endpoints (no server configuration file): it serves every sandbox port from its own socket; "
+        "the real Docker runtime publishes a host port per container. Both are scheme-less `host:port/path` "
+        "endpoints the SDK uses the same way. Built from the real server's file (`--opensandbox-config`, as the "
+        "differential runs it) the mock answers the real shapes.",
+        values="*/direct/*",
     ),
     Deviation(
         "create:network-policy*",
@@ -55,7 +58,7 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
         "202: the sandbox gets an emulated egress sidecar that enforces the policy",
         "A setting, not a behaviour: the real server here has no egress sidecar image configured (it could not "
         "run it on the fake Docker anyway), and the mock's default has one, since enforcing policies is the point "
-        "of the mock. Configured alike (`OpenSandboxMock(egress_image=False)`, as the differential campaign "
+        "of the mock. Built from the same configuration file (`--opensandbox-config`, as the differential "
         "runs it), the mock answers this 400 too; the entry covers comparisons with a default mock (replay).",
         values="400 -> 202",
     ),

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -71,10 +72,18 @@ def server_binary(venv: Path = DEFAULT_VENV) -> Path:
     return binary
 
 
-def _toml(value: str | int | bool) -> str:
-    """Render a TOML scalar."""
+#: A TOML value the server's configuration file holds here.
+TomlValue = str | int | bool | list[str]
+#: Configuration sections: ``{"server": {"max_sandbox_timeout_seconds": 86400}, ...}``.
+Settings = Mapping[str, Mapping[str, TomlValue]]
+
+
+def _toml(value: TomlValue) -> str:
+    """Render a TOML value (a string, an integer, a boolean or a list of strings)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(json.dumps(item) for item in value) + "]"
     return str(value) if isinstance(value, int) else json.dumps(value)
 
 
@@ -104,6 +113,7 @@ class RealOpenSandboxServer:
         egress: PortService | None = None,
         startup_timeout: float = 30.0,
         log_level: str = "INFO",
+        settings: Settings | None = None,
     ) -> None:
         self.api_key = api_key
         self.venv = venv
@@ -112,6 +122,7 @@ class RealOpenSandboxServer:
         self.egress = egress
         self.startup_timeout = startup_timeout
         self.log_level = log_level
+        self.settings = settings or {}
         self.port = 0
         self.startup_seconds = 0.0
         publish: dict[int, Published] = {}
@@ -144,13 +155,20 @@ class RealOpenSandboxServer:
             raise RuntimeError("server not started")
         return self._tmp / "server.log"
 
+    @property
+    def config_path(self) -> Path:
+        """Return the configuration file the running server started from (the mock reads the same file)."""
+        if self._tmp is None:
+            raise RuntimeError("server not started")
+        return self._tmp / "server.toml"
+
     def logs(self) -> str:
         """Return the server output so far."""
         return self.log_path.read_text(errors="replace") if self._tmp else ""
 
     def _config(self, tmp: Path) -> str:
-        """Render the server config TOML."""
-        sections: dict[str, dict[str, str | int | bool]] = {
+        """Render the server config TOML: what the run needs (address, store, fake Docker), then `settings` over it."""
+        sections: dict[str, dict[str, TomlValue]] = {
             "server": {"host": "127.0.0.1", "port": self.port, "timeout_graceful_shutdown": 1},
             "log": {"level": self.log_level},
             "runtime": {"type": "docker", "execd_image": "opensandbox/execd:v1.1.0"},
@@ -162,6 +180,8 @@ class RealOpenSandboxServer:
             sections["egress"] = {"image": EGRESS_IMAGE, "readiness_timeout_seconds": 5}
         if self.api_key:
             sections["server"]["api_key"] = self.api_key
+        for name, body in self.settings.items():
+            sections.setdefault(name, {}).update(body)
         return "".join(
             f"[{name}]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in body.items()) + "\n"
             for name, body in sections.items()
@@ -186,7 +206,7 @@ class RealOpenSandboxServer:
         try:
             self._docker_server = ThreadedServer(self.fake_docker.app).start()
             self.port = free_port()
-            config = self._tmp / "server.toml"
+            config = self.config_path
             config.write_text(self._config(self._tmp))
             began = time.monotonic()
             with self.log_path.open("wb") as log:

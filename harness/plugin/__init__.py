@@ -18,8 +18,9 @@ into the report and, as the ``sandproof_checks`` property, into ``junit.xml``.
 Markers: ``contract(provider, operation, requires=("api",))``, ``sdk(provider, operation=None)`` and
 ``runtime(name)`` (the test needs that runtime: ``runtime("linux")`` skips with the requirements message
 where it cannot run). Fixtures: ``sandproof_target``, ``sandproof_runtime``, ``tensorlake_mock``,
-``tensorlake_sdk_args``, ``opensandbox_mock``, ``opensandbox_asgi``. ``--sandproof-sdk-env`` (or the ini ``sandproof_sdk_env = true``) exports the mocks'
-SDK environment before test modules are imported.
+``tensorlake_sdk_args``, ``opensandbox_mock``, ``opensandbox_asgi``. The mocks' SDK environment is exported
+for the whole run before the first test module that imports an SDK at its top is imported (``auto``), at the
+start (``--sandproof-sdk-env``) or never (``--no-sandproof-sdk-env``); see :mod:`harness.plugin.sdkenv`.
 The real-cloud guard (:mod:`harness.plugin.guard`, the autouse ``cloud_guard`` fixture): a test that uses one of
 those fixtures runs with its HTTP(S) proxy variables pointing at a loopback tripwire, so an SDK call bound for a
 host beyond this machine is trapped, never sent, and fails the test with one message; ``sandproof_cloud``
@@ -35,6 +36,7 @@ by name, so pytest finds them in this module) in :mod:`harness.plugin.fixtures`.
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,7 +49,6 @@ from harness.plugin.fixtures import (
     opensandbox_mock,
     sandproof_runtime,
     sandproof_target,
-    sdk_env_wanted,
     tensorlake_mock,
     tensorlake_sdk_args,
 )
@@ -67,6 +68,7 @@ from harness.plugin.profiles import (
     restore_profile,
 )
 from harness.plugin.progress import CHECKS_KEY
+from harness.plugin.sdkenv import imports_an_sdk, sdk_env_mode
 from harness.plugin.state import (
     STATE_KEY,
     ContractInfo,
@@ -114,7 +116,22 @@ def pytest_configure(config: pytest.Config) -> None:
     state = build_state(config, linux_problem)
     reports.wire_report_dir(config, state)
     config.stash[STATE_KEY] = state
-    if sdk_env_wanted(config):
+    state.sdk_env_mode = sdk_env_mode(config)
+    if state.sdk_env_mode == "always":
+        export_sdk_env(state)
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> None:
+    """With ``sandproof_sdk_env = auto``: export the SDK environment before the first module that imports an SDK
+    at its top is imported (:mod:`harness.plugin.sdkenv`); collection itself goes on as usual."""
+    state = parent.config.stash.get(STATE_KEY, None)
+    if (
+        state is not None
+        and state.sdk_env_mode == "auto"
+        and not state.sdk_env_exported
+        and state.target.kind == "mock"
+        and imports_an_sdk(module_path)
+    ):
         export_sdk_env(state)
 
 

@@ -24,22 +24,20 @@ __all__ = [
     "opensandbox_mock",
     "sandproof_runtime",
     "sandproof_target",
-    "sdk_env_wanted",
     "tensorlake_mock",
     "tensorlake_sdk_args",
 ]
 
 
-def sdk_env_wanted(config: pytest.Config) -> bool:
-    """Tell whether ``--sandproof-sdk-env`` (else the ini ``sandproof_sdk_env``) asks for the run-wide export."""
-    option = config.getoption("sandproof_sdk_env")
-    return bool(option) if option is not None else bool(config.getini("sandproof_sdk_env"))
-
-
 def export_sdk_env(state: SandproofState) -> None:
-    """Serve both mocks now and export their SDK environment for the whole run (restored at the end)."""
-    if state.runtime_problem is not None:
-        return  # the tests that would use them are skipped with the reason
+    """Serve both mocks now and export their SDK environment for the whole run (restored at the end); once.
+
+    When (:mod:`.sdkenv`): at the start with ``--sandproof-sdk-env``, else before the first test module
+    that imports an SDK at its top is imported.
+    """
+    if state.runtime_problem is not None or state.sdk_env_exported:
+        return  # the tests that would use them are skipped with the reason, or it is done
+    state.sdk_env_exported = True
     try:
         running = [state.mocks().get(provider) for provider in PROVIDERS]
     except TargetError as exc:

@@ -86,13 +86,21 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         default=None,
         help="serve both in-process mocks from the start of the run and export their SDK environment, so an SDK "
-        "imported at the top of a test module (tensorlake reads its variables at import) points at them",
+        "imported at the top of a test module (tensorlake reads its variables at import) points at them "
+        "(default: auto, when the first test module that imports an SDK at its top is collected)",
+    )
+    group.addoption(
+        "--no-sandproof-sdk-env",
+        action="store_false",
+        dest="sandproof_sdk_env",
+        help="never export the mocks' SDK environment for the whole run (only the fixtures set it, per test)",
     )
     parser.addini(
         "sandproof_sdk_env",
-        type="bool",
-        default=False,
-        help="as --sandproof-sdk-env: export the mocks' SDK environment before test modules are imported",
+        type="string",
+        default="auto",
+        help="auto (default), always (as --sandproof-sdk-env) or never (as --no-sandproof-sdk-env): when the "
+        "mocks' SDK environment is exported for the whole run",
     )
     group.addoption(
         "--sandproof-progress",

@@ -90,6 +90,8 @@ class SandproofState:
     runtime: str = "emulator"
     runtime_problem: str | None = None
     tripwire: Any = None
+    sdk_env_mode: str = "auto"
+    sdk_env_exported: bool = False
     _mocks: MockStack = field(default_factory=MockStack)
     _closers: list[Callable[[], None]] = field(default_factory=list)
 

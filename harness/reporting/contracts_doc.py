@@ -5,7 +5,7 @@ repository keeps as ``docs/contracts.md`` (a test checks it is current). The con
 (:mod:`harness.strength`: the ``CONTRACTS`` mapping of each module in :data:`CONTRACT_MODULES`); the sentences from
 :mod:`harness.strength.sources`; the mutants from a catalogue, a callable returning
 :class:`harness.reporting.mutation.Family` objects (sandproof's own: ``tests.mutants.__main__:families``),
-each mutant naming the contract aimed at it (``contract``, else ``caught_by``, else a mock's ``operation``).
+each mutant naming the contract aimed at it (``contract``, else ``caught_by``: the check or rule group).
 
 Seed coverage is the number of testable sentences of the seed documents that a tagged contract cites, over
 all their testable sentences; a testable sentence no check can reach yet says why (its ``rule`` starts with
@@ -58,13 +58,11 @@ def load_contracts() -> list[Contract]:
 
 
 def mutants_by_contract(families: Iterable[Any]) -> dict[str, list[str]]:
-    """Return ``suite:check`` → the names of the mutants aimed at it (``contract``, ``caught_by`` or ``operation``)."""
+    """Return ``suite:check`` → the names of the mutants aimed at it (``contract``, else ``caught_by``)."""
     found: dict[str, list[str]] = defaultdict(list)
     for family in families:
         for name, mutant in family.mutants.items():
-            aimed = (
-                getattr(mutant, "contract", "") or getattr(mutant, "caught_by", "") or getattr(mutant, "operation", "")
-            )
+            aimed = getattr(mutant, "contract", "") or getattr(mutant, "caught_by", "")
             if family.suite and aimed:
                 choice = " (choice mutant)" if getattr(mutant, "choice", "") else ""
                 found[f"{family.suite}:{aimed}"].append(name + choice)

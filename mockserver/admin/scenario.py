@@ -17,7 +17,9 @@ Every section of a provider is optional:
   ``{"create": {...the provider's create body...}, "api_key": "...", "files": {"/path": "text"},
   "state": "paused" | "suspended"}`` (only ``create`` is required);
 * ``faults``: armed last, so they never hit the seeding requests: ``{"fault": "<catalogue name>",
-  "params": {...}}`` or ``{"rule": {...a /_mock/faults rule...}}``.
+  "params": {...}}`` or ``{"rule": {...a /_mock/faults rule...}}``;
+* ``server_config`` (OpenSandbox only): the real server's own TOML configuration file the mock is built from
+  (``sandproof serve --opensandbox-config``), a path relative to the scenario file.
 
 This module parses and checks a document (:func:`parse_scenario`, a :class:`ScenarioError` names the field at
 fault), applies what needs no HTTP to a mock (:func:`apply_state`, :func:`arm_faults`) and writes one
@@ -59,7 +61,7 @@ __all__ = [
 FORMAT_KEY = "sandproof_scenario"
 FORMAT_VERSION = 1
 PROVIDERS = ("tensorlake", "opensandbox")
-PROVIDER_SECTIONS = ("api_keys", "snapshot", "clock", "dns", "sandboxes", "faults")
+PROVIDER_SECTIONS = ("api_keys", "snapshot", "clock", "dns", "sandboxes", "faults", "server_config")
 SEED_STATES: dict[str, tuple[str, ...]] = {"tensorlake": ("suspended",), "opensandbox": ("paused",)}
 #: The fault-rule fields an export leaves out: the set's own bookkeeping, not what the rule does.
 _RULE_BOOKKEEPING = ("id", "fired", "last_fired_at", "ended")
@@ -103,6 +105,7 @@ class ProviderScenario:
     dns: dict[str, Any] | None = None
     sandboxes: tuple[SeedSandbox, ...] = ()
     faults: tuple[FaultEntry, ...] = ()
+    server_config: str | None = None
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,20 @@ def _provider(check: _Checker, name: str, part: dict[str, Any]) -> ProviderScena
         _fault(check, f"{name}.faults[{i}]", f)
         for i, f in enumerate(check.items(part.get("faults", []), f"{name}.faults"))
     )
-    return ProviderScenario(keys, snapshot, clock, dns, seeds, faults)
+    return ProviderScenario(keys, snapshot, clock, dns, seeds, faults, _server_config(check, name, part))
+
+
+def _server_config(check: _Checker, name: str, part: dict[str, Any]) -> str | None:
+    """Return the OpenSandbox server configuration file a part names, relative to the scenario file."""
+    if "server_config" not in part:
+        return None
+    where = f"{name}.server_config"
+    if name != "opensandbox":
+        raise check.fail(where, "only the opensandbox part takes a server configuration file")
+    value = Path(check.text(part["server_config"], where))
+    if value.is_absolute() or check.source.startswith("<"):
+        return str(value)
+    return str(Path(check.source).parent / value)
 
 
 def _clock(check: _Checker, name: str, value: Any) -> dict[str, Any]:

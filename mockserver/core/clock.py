@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 ClockMode = Literal["manual", "auto", "wall"]
@@ -36,13 +37,34 @@ class VirtualClock:
     - ``wall``: time follows the real clock plus the offset that :meth:`advance` adds
       (what a standalone server wants, so expiry happens on its own).
 
-    Reading the time takes no lock: writers replace one immutable reading under the lock.
+    Reading the time takes no lock: writers replace one immutable reading under the lock. Whoever must follow
+    the clock outside this process (the linux runtime's ``sleep``, see ``docs/runtime.md``) registers with
+    :meth:`subscribe` and is called after every set: advance, switch, reset, load.
     """
 
     def __init__(self, mode: ClockMode = "auto", start: float = DEFAULT_EPOCH) -> None:
         _check_mode(mode)
         self._reading = _Reading(mode, start, 0.0, time.monotonic())
         self._cond = threading.Condition()
+        self._listeners: list[Callable[[VirtualClock], None]] = []
+
+    def subscribe(self, listener: Callable[[VirtualClock], None]) -> Callable[[], None]:
+        """Call ``listener(clock)`` after every set of this clock, and once now; return what unsubscribes it."""
+        with self._cond:
+            self._listeners.append(listener)
+        listener(self)
+
+        def unsubscribe() -> None:
+            with self._cond:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _notify(self) -> None:
+        """Tell the listeners the clock was set (called without the lock held)."""
+        for listener in list(self._listeners):
+            listener(self)
 
     @property
     def token(self) -> object:
@@ -77,18 +99,22 @@ class VirtualClock:
         with self._cond:
             self._reading = self._reading._replace(offset=self._reading.offset + seconds)
             self._cond.notify_all()
-            return self._reading.now()
+            now = self._reading.now()
+        self._notify()
+        return now
 
     def set_mode(self, mode: ClockMode) -> None:
         """Switch mode, keeping the current virtual time."""
         _check_mode(mode)
         with self._cond:
             self._restart(mode, self._reading.now())
+        self._notify()
 
     def reset(self, start: float = DEFAULT_EPOCH) -> None:
         """Return to ``start`` and forget every advance."""
         with self._cond:
             self._restart(self._reading.mode, start)
+        self._notify()
 
     def sleep(self, seconds: float, *, real_timeout: float | None = None) -> bool:
         """Block until ``seconds`` of virtual time pass; return False if ``real_timeout`` ran out first."""
@@ -96,10 +122,14 @@ class VirtualClock:
             return True
         with self._cond:
             deadline = self._reading.now() + seconds
-            if self._reading.mode == "auto":
+            auto = self._reading.mode == "auto"
+            if auto:
                 self._reading = self._reading._replace(offset=self._reading.offset + seconds)
                 self._cond.notify_all()
-                return True
+        if auto:
+            self._notify()
+            return True
+        with self._cond:
             real_deadline = None if real_timeout is None else time.monotonic() + real_timeout
             while self._reading.now() < deadline:
                 wait = 0.05 if self._reading.mode == "wall" else None
@@ -139,6 +169,7 @@ class VirtualClock:
             raise ValueError("invalid clock state")
         with self._cond:
             self._restart(mode, float(now))
+        self._notify()
 
 
 def _check_mode(mode: str) -> None:

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from .limits import SandboxLimits
     from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
     from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
-    from .runner import StepRunner
     from .runtime import LinuxRuntime, SandboxCapacityError, SandboxStartError
     from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
 
@@ -44,7 +43,6 @@ _HOMES = {
     "SandboxStartError": ".runtime",
     "SandboxStateError": ".sandbox",
     "SpawnError": ".sandbox",
-    "StepRunner": ".runner",
     "Usage": ".sandbox",
     "check_requirements": ".requirements",
     "connect": ".forward",
@@ -77,7 +75,6 @@ __all__ = [
     "SandboxStartError",
     "SandboxStateError",
     "SpawnError",
-    "StepRunner",
     "Usage",
     "check_requirements",
     "connect",

@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
+from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
 
 from .host import LinuxHost
@@ -48,6 +49,10 @@ class SandboxBindings(ABC, Generic[R, A]):
         self._lock = threading.RLock()
         self._restore: dict[str, Mapping[str, Any]] = {}
         self._applied: dict[str, A] = {}
+
+    def follow_clock(self, clock: VirtualClock) -> None:
+        """Let the sandboxes' ``sleep`` follow the mock's ``clock`` under its ``manual`` mode (docs/runtime.md)."""
+        self.host.follow_clock(clock)
 
     @abstractmethod
     async def ensure_async(self, record: R) -> LinuxSandbox:

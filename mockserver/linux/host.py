@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
 
 from .limits import SandboxLimits
@@ -96,6 +97,10 @@ class LinuxHost:
         """Destroy every sandbox (the mock was reset)."""
         for key in self.held():
             self.forget(key)
+
+    def follow_clock(self, clock: VirtualClock) -> None:
+        """Let the sandboxes' ``sleep`` follow the mock's ``clock`` (see :meth:`LinuxRuntime.follow_clock`)."""
+        self.runtime.follow_clock(clock)
 
     def close(self) -> None:
         """Destroy every sandbox and close the runtime; idempotent."""

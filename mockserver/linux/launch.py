@@ -47,6 +47,7 @@ from .standalone import GUEST_DIR, GUEST_MOUNT
 
 __all__ = [
     "CAPABILITIES",
+    "CLOCK_FILE",
     "HIDDEN_DIRS",
     "KERNEL_PATH",
     "SYSTEM_DIRS",
@@ -89,6 +90,12 @@ CAPABILITIES = (
 
 
 GUEST_FILES = ("init.py", "wire.py")
+#: The clock-following ``sleep`` (``standalone/sleep.sh``) and the host's real one, in the guest folder.
+SLEEP_SHIM, SLEEP_REAL = "sleep", "sleep.real"
+#: Where the shim is bound in each sandbox (``/bin`` is ``/usr/bin`` or holds its own ``sleep``).
+SLEEP_TARGETS = ("/usr/bin/sleep", "/bin/sleep")
+#: The file in the guest folder the runtime writes the mock's clock to (see :class:`ClockFile`).
+CLOCK_FILE = "clock"
 #: Programs copied as source (run by the sandbox's own ``python3``, whichever it is): the code-context kernel.
 GUEST_SOURCES = ("kernel.py",)
 #: Where a sandbox finds the Python code-context kernel (see ``standalone/kernel.py``).
@@ -125,7 +132,22 @@ def prepare_guest_code(python: str, directory: Path) -> str:
         shutil.copyfile(GUEST_DIR / name, directory / name)
     for child in directory.iterdir():
         os.chmod(child, 0o644)
+    _prepare_sleep(directory)
     return entry
+
+
+def _prepare_sleep(directory: Path) -> None:
+    """Put the clock-following ``sleep`` (bound over ``/usr/bin/sleep``) and the real one beside it in ``directory``.
+
+    Nothing is put there when the host has no ``sleep`` binary: the sandbox then keeps whatever it has.
+    """
+    real = shutil.which("sleep", path="/usr/bin:/bin")
+    if real is None:
+        return
+    shutil.copyfile(real, directory / SLEEP_REAL)
+    shutil.copyfile(GUEST_DIR / "sleep.sh", directory / SLEEP_SHIM)
+    for name in (SLEEP_REAL, SLEEP_SHIM):
+        os.chmod(directory / name, 0o755)
 
 
 def find_bwrap() -> str | None:
@@ -295,6 +317,10 @@ def bwrap_command(
     for name in ETC_FILES:
         argv += ["--ro-bind", str(layout.etc / name), f"/etc/{name}"]
     argv += ["--ro-bind", str(layout.guest), GUEST_MOUNT]
+    if (layout.guest / SLEEP_SHIM).is_file():
+        for target in SLEEP_TARGETS:
+            if Path(target).is_file() and not Path(os.path.dirname(target)).is_symlink():
+                argv += ["--ro-bind", str(layout.guest / SLEEP_SHIM), target]
     for cap in CAPABILITIES:
         argv += ["--cap-add", cap]
     argv += ["--chdir", "/", "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin"]

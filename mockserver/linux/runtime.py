@@ -34,15 +34,17 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
+from mockserver.core.clock import VirtualClock
 from mockserver.core.dns import DnsTable
 
 from . import cgroups as cg
 from . import fdlimit
 from .assembly import BASE_ENV, Assembler, SandboxStartError, make_userns
 from .channel import Hub
+from .clockfile import ClockFile
 from .egress import EgressPlan
 from .kernel import mount_state_tmpfs, unmount
-from .launch import find_bwrap, prepare_guest_code, release_mounts
+from .launch import CLOCK_FILE, find_bwrap, prepare_guest_code, release_mounts
 from .limits import SandboxLimits
 from .netns import remove_netns, stale_names
 from .pool import WarmPool
@@ -209,6 +211,7 @@ class LinuxRuntime:
         self.cgroups = cg.CgroupSupport()
         self.stale_removed: list[str] = []
         self.guest_dir: Path | None = None
+        self._clock_file: ClockFile | None = None
         self.pool: WarmPool | None = None
         try:
             self.userns_fd = make_userns(uid_base)  # forks: before any thread of ours starts
@@ -379,6 +382,12 @@ class LinuxRuntime:
         with self._lock:
             return list(self._sandboxes.values())
 
+    def follow_clock(self, clock: VirtualClock) -> None:
+        """Let every sandbox's ``sleep`` follow ``clock`` under its ``manual`` mode (:mod:`.clockfile`)."""
+        if self.guest_dir is None or self._clock_file is not None:
+            return
+        self._clock_file = ClockFile(self.guest_dir / CLOCK_FILE, clock)
+
     # -- teardown ----------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -388,6 +397,8 @@ class LinuxRuntime:
                 return
             self._closed = True
             sandboxes = list(self._sandboxes.values())
+        if self._clock_file is not None:
+            self._clock_file.close()
         if self.pool is not None:
             self.pool.close()
         for sandbox in sandboxes:

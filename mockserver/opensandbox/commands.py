@@ -1,8 +1,11 @@
-"""Run commands as execd does: the runtime that binds a runner to each sandbox, SSE events, timeouts, interrupts.
+"""Run commands as execd does on the command emulator: SSE events, timeouts, interrupts.
 
-:class:`Runner` is the small interface a command runtime implements (today the shared command emulator,
-bound by :func:`emulator_runner`); :class:`CommandRuntime` keeps one runner per sandbox and starts
-:class:`Execution` tasks for the requests the model validated (:class:`~.model.execd.RunRequest`).
+:class:`CommandRuntime` is what execd's routes start commands on, whatever the runtime: it records the
+requests the model validated (:class:`~.model.execd.RunRequest`) and says what the runtime can do
+(:attr:`CommandRuntime.capabilities`). :class:`EmulatorCommands` runs them on the command emulator: each
+sandbox's :class:`~mockserver.runtime.emulator.Runner` (the shared emulator, bound by
+:func:`emulator_runner`) is kept by the runtime's :class:`~mockserver.runtime.emulator.EmulatorBackend`, and
+each command is an :class:`Execution` task.
 
 Each command runs as an asyncio task that walks the emulator's steps, honours ``Sleep`` on the
 virtual clock, kills the command when its ``timeout`` (ms) runs out and pushes execd events into a
@@ -16,13 +19,17 @@ after completion; ``uid``/``gid`` are accepted and ignored.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
+from mockserver.runtime import EMULATOR, Capabilities
+from mockserver.runtime.emulator import EmulatorBackend, Runner
 from mockserver.sandbox.network import HttpTable
-from mockserver.sandbox.steps import Exit, Output, Sleep, Step
+from mockserver.sandbox.steps import Exit, Output, Sleep
 
+from .execution import RunningCommand
+from .model import execd
 from .model.egress import PolicyGate, effective_policy
 from .model.execd import RunRequest, error_event, frame, new_command
 from .model.records import CommandRecord, SandboxRecord
@@ -31,11 +38,10 @@ __all__ = [
     "DEVIATING_OPERATIONS",
     "PING_INTERVAL",
     "CommandRuntime",
+    "EmulatorCommands",
     "EventQueue",
     "Execution",
-    "Runner",
     "RunnerFactory",
-    "RunningCommand",
     "emulator_runner",
     "frame",
 ]
@@ -45,24 +51,6 @@ DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"execd": ("POST /command", "
 
 PING_INTERVAL = 3.0
 _END = object()
-
-
-class Runner(Protocol):
-    """What runs one shell command in one sandbox: yields output, sleeps and the exit as steps."""
-
-    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
-        """Yield the command's steps."""
-        ...
-
-
-class RunningCommand(Protocol):
-    """A started command as the routes see it: its record and, for a foreground one, its SSE events."""
-
-    record: CommandRecord
-
-    def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Yield the events the SSE stream must send, ending after the terminal one."""
-        ...
 
 
 #: Builds a sandbox's runner; ``gate`` answers its DNS and connection checks by its current egress policy.
@@ -208,37 +196,69 @@ def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
 
 
 class CommandRuntime:
-    """Run the model's validated commands: one runner per sandbox (built by ``factory``), one task per command.
+    """The :class:`~.execution.Commands` execd's routes start commands on: the model's validated requests, a task each.
 
-    ``live`` is False: the emulator serves no PTY, code context or real port (the linux runtime,
-    :class:`~.linux_runtime.LinuxCommandRuntime`, does).
+    :attr:`capabilities` say what else the runtime serves (the emulator: nothing; see
+    :class:`~.linux_runtime.LinuxCommandRuntime`). A runtime implements :meth:`start`, and the session and
+    metrics methods where it does more.
     """
 
-    live = False
+    capabilities: Capabilities = EMULATOR
+
+    def __init__(self, clock: VirtualClock, ids: IdFactory) -> None:
+        self.clock = clock
+        self.ids = ids
+        self._live: set[Any] = set()
+
+    def clear(self) -> None:
+        """Forget what the runtime keeps per sandbox (the sandboxes are gone or replaced)."""
+
+    def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, RunningCommand]:
+        """Record the command and start it on the running loop (a foreground one streams its events)."""
+        raise NotImplementedError
+
+    def run_in_session(
+        self, sb: SandboxRecord, session_id: str, run: RunRequest
+    ) -> tuple[CommandRecord, RunningCommand]:
+        """Run a command in a bash session: without the ``sessions`` capability, a command in its directory."""
+        return self.start(sb, run)
+
+    def forget_session(self, sb: SandboxRecord, session_id: str) -> None:
+        """Drop a deleted session's state (a runtime without ``sessions`` keeps none)."""
+
+    async def metrics(self, sb: SandboxRecord) -> dict[str, Any]:
+        """Return ``GET /metrics``'s body: figures derived from the sandbox's limits and running commands."""
+        return execd.metrics(sb, self.clock.now_ms())
+
+    def running(self) -> int:
+        """Return how many started commands still run (each holds a task until it ends)."""
+        self._live = {e for e in self._live if not e.done.is_set()}
+        return len(self._live)
+
+
+class EmulatorCommands(CommandRuntime):
+    """Run the model's validated commands in the command emulator: one runner per sandbox (built by ``factory``)."""
 
     def __init__(
         self, clock: VirtualClock, ids: IdFactory, dns: DnsTable, enforcement: str, factory: RunnerFactory
     ) -> None:
-        self.clock = clock
-        self.ids = ids
+        super().__init__(clock, ids)
         self.dns = dns
         self.enforcement = enforcement
         self.factory = factory
-        self._runners: dict[str, Runner] = {}
-        self._live: set[Execution] = set()
+        self.backend: EmulatorBackend[SandboxRecord] = EmulatorBackend(self._runner, key=lambda sb: sb.id)
+
+    def _runner(self, sb: SandboxRecord) -> Runner:
+        gate = PolicyGate(lambda: effective_policy(sb), self.dns, self.enforcement)
+        return self.factory(sb, gate)
 
     def clear(self) -> None:
         """Forget every runner (the sandboxes are gone or replaced)."""
-        self._runners.clear()
+        self.backend.clear()
 
     def runner_for(self, sb: SandboxRecord) -> Runner:
         """Return the sandbox's runner; its egress obeys the sandbox's policy at the time of each check."""
-        runner = self._runners.get(sb.id)
-        if runner is None:
-            gate = PolicyGate(lambda: effective_policy(sb), self.dns, self.enforcement)
-            runner = self.factory(sb, gate)
-            self._runners[sb.id] = runner
-        return runner
+        return self.backend.runner_for(sb)
 
     def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, RunningCommand]:
         """Record the command and start it on the running loop (a foreground one streams its events)."""
@@ -256,8 +276,3 @@ class CommandRuntime:
         execution.start()
         self._live.add(execution)
         return record, execution
-
-    def running(self) -> int:
-        """Return how many started commands still run (each holds a task until it ends)."""
-        self._live = {e for e in self._live if not e.done.is_set()}
-        return len(self._live)

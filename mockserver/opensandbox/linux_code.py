@@ -15,20 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
 import json
 import secrets
 import signal as signals
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from mockserver.core import ApiError, IdFactory, VirtualClock
-from mockserver.linux import LinuxProcess, LinuxSandbox, OutputChunk, SandboxStateError, SpawnError
 from mockserver.linux.launch import KERNEL_PATH
+from mockserver.runtime import Output, Process
+from mockserver.runtime.linux import LinuxBackend, SpawnError
 
-from .linux_runtime import SessionRun, SessionState, session_script, shell
+from .linux_runtime import SessionRun, SessionState, session_argv, session_script
 from .model import code as rules
 from .model.execd import error_event
 from .model.records import SandboxRecord
@@ -83,24 +83,22 @@ class _Context:
     """A live context: its record, and its kernel (python) or session state (bash)."""
 
     context: rules.CodeContext
-    kernel: LinuxProcess | None = None
+    kernel: Process | None = None
     marker: str = ""
     position: int = 0
     session: SessionState | None = None
     busy: bool = False
-    running: LinuxProcess | None = None
+    running: Process | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class CodeContexts:
     """Every sandbox's code contexts."""
 
-    def __init__(
-        self, clock: VirtualClock, ids: IdFactory, sandbox_of: Callable[[SandboxRecord], Awaitable[LinuxSandbox]]
-    ) -> None:
+    def __init__(self, clock: VirtualClock, ids: IdFactory, backend: LinuxBackend[SandboxRecord]) -> None:
         self.clock = clock
         self.ids = ids
-        self.sandbox_of = sandbox_of
+        self.backend = backend
         self._contexts: dict[str, dict[str, _Context]] = {}
         self._defaults: dict[tuple[str, str], str] = {}
 
@@ -117,10 +115,9 @@ class CodeContexts:
         live = _Context(context)
         if language in ("python", "javascript"):
             live.marker = "\x1e" + secrets.token_hex(8) + "\x1f"
-            sandbox = await self.sandbox_of(sb)
             argv = ["python3", KERNEL_PATH] if language == "python" else ["node", "-e", JS_KERNEL]
             try:
-                live.kernel = await sandbox.start_process_async([*argv, live.marker], cwd=cwd or "/", stdin=True)
+                live.kernel = await self.backend.start(sb, [*argv, live.marker], cwd=cwd or "/", stdin=True)
             except SpawnError as exc:
                 raise rules.create_failed("kernel not found" if language == "javascript" else exc.message) from exc
         else:
@@ -148,8 +145,7 @@ class CodeContexts:
             if value == context_id:
                 del self._defaults[key]
         if live.kernel is not None:
-            with contextlib.suppress(SandboxStateError):
-                live.kernel.kill()
+            live.kernel.kill()
 
     def delete_language(self, sb: SandboxRecord, language: str) -> None:
         """End every context of ``language``."""
@@ -162,9 +158,8 @@ class CodeContexts:
         if live is None:
             raise ApiError(500, "RUNTIME_ERROR", "error interruptting code context. context not found")
         target = live.kernel if live.kernel is not None else live.running
-        if target is not None and target.running:
-            with contextlib.suppress(SandboxStateError):
-                target.signal(signals.SIGINT)
+        if target is not None:
+            target.signal(signals.SIGINT)
 
     def clear(self) -> None:
         """Drop every context (the sandboxes are gone)."""
@@ -197,6 +192,10 @@ class CodeContexts:
         if live.busy:
             raise rules.busy()
         return live
+
+    async def start_run(self, sb: SandboxRecord, run: rules.CodeRun) -> AsyncIterator[dict[str, Any]]:
+        """Refuse the run as execd does (see :meth:`target`), or return its events (see :meth:`run`)."""
+        return self.run(sb, await self.target(sb, run), run.code)
 
     async def run(self, sb: SandboxRecord, live: _Context, code: str) -> AsyncIterator[dict[str, Any]]:
         """Run one cell in ``live``, yielding execd's events (``init`` first, ``execution_complete`` or ``error`` last)."""
@@ -246,18 +245,16 @@ class CodeContexts:
         kernel = live.kernel
         assert kernel is not None
         marker = live.marker.encode()
-        try:
-            kernel.write_stdin(json.dumps({"code": code}).encode() + b"\n")
-        except SandboxStateError:
+        if not kernel.write_stdin(json.dumps({"code": code}).encode() + b"\n"):
             return
         pending = {"stdout": b"", "stderr": b""}
         decoders = {s: codecs.getincrementaldecoder("utf-8")("replace") for s in pending}
         done: dict[str, dict[str, Any]] = {}
-        async for event in kernel.aevents(live.position):
+        async for event in kernel.events(live.position):
             live.position += 1
-            if not isinstance(event, OutputChunk):
+            if not isinstance(event, Output):
                 return
-            stream = "stderr" if event.stream == "stderr" else "stdout"
+            stream = event.stream
             if stream in done:
                 continue
             buffer = pending[stream] + event.data
@@ -283,17 +280,15 @@ class CodeContexts:
     async def _bash(self, sb: SandboxRecord, live: _Context, code: str) -> AsyncIterator[dict[str, Any] | int]:
         state = live.session
         assert state is not None
-        sandbox = await self.sandbox_of(sb)
         script = session_script(state, code, state.cwd)
-        argv = ["bash", "--noprofile", "--norc", "-c", script] if shell() == "bash" else ["sh", "-c", script]
-        process = await sandbox.start_process_async(argv, cwd="/")
+        process = await self.backend.start(sb, session_argv(script), cwd="/")
         live.running = process
         marker = SessionRun(state)
         exit_code = 0
         partial = ""
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        async for event in process.aevents():
-            if not isinstance(event, OutputChunk):
+        async for event in process.events():
+            if not isinstance(event, Output):
                 exit_code = event.shell_code
                 break
             partial += decoder.decode(event.data)

@@ -11,27 +11,20 @@ whichever client holds the session; the rules of holding, taking over and the fr
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mockserver.linux import LinuxProcess, LinuxSandbox, OutputChunk, SandboxStateError
+from mockserver.runtime import Output, Terminal
+from mockserver.runtime.linux import LinuxBackend, SpawnError, shell
 
-from .linux_runtime import shell
+from . import execution
+from .execution import Holder
 from .model import pty as rules
 from .model.records import SandboxRecord
 
-__all__ = ["Holder", "PtySession", "PtySessions"]
+__all__ = ["PtySession", "PtySessions"]
 
 _HEX = "0123456789abcdef"
-
-
-class Holder:
-    """The client holding a session; the session evicts it (close 4001) when another takes over."""
-
-    def __init__(self, evict: Callable[[], Awaitable[None]]) -> None:
-        self.evict = evict
-        self.queue: asyncio.Queue[tuple[int, bytes] | int] = asyncio.Queue()
 
 
 @dataclass
@@ -41,7 +34,7 @@ class PtySession:
     id: str
     cwd: str | None
     command: str | None
-    process: LinuxProcess | None = None
+    process: Terminal | None = None
     pipe: bool = False
     chunks: list[tuple[int, int, bytes]] = field(default_factory=list)
     total: int = 0
@@ -50,24 +43,29 @@ class PtySession:
     pump: asyncio.Task[None] | None = None
 
     @property
+    def started(self) -> bool:
+        """Tell whether its shell was started (by a first attach)."""
+        return self.process is not None
+
+    @property
     def running(self) -> bool:
         """Tell whether the shell runs (or has not started yet)."""
         return self.exit_code is None
 
-    async def start(self, sandbox: LinuxSandbox, pipe: bool, env: dict[str, str]) -> None:
-        """Start the shell (PTY, or pipes when ``pipe``) and the pump that keeps its output."""
+    async def start(self, backend: LinuxBackend[SandboxRecord], sb: SandboxRecord, pipe: bool) -> None:
+        """Start the shell (PTY, or pipes when ``pipe``) in ``sb``'s sandbox and the pump that keeps its output."""
         if self.process is not None:
             return
         argv = [shell(), "-c", self.command] if self.command else [shell()]
         self.pipe = pipe
-        self.process = await sandbox.start_process_async(
-            argv, env=env, cwd=self.cwd or "/", stdin=pipe, pty=None if pipe else (24, 80)
+        self.process = await backend.start(
+            sb, argv, env=dict(sb.spec.env), cwd=self.cwd or "/", stdin=pipe, pty=None if pipe else (24, 80)
         )
         self.pump = asyncio.ensure_future(self._pump(self.process))
 
-    async def _pump(self, process: LinuxProcess) -> None:
-        async for event in process.aevents():
-            if isinstance(event, OutputChunk):
+    async def _pump(self, process: Terminal) -> None:
+        async for event in process.events():
+            if isinstance(event, Output):
                 channel = rules.STDERR if event.stream == "stderr" else rules.STDOUT
                 self.chunks.append((self.total, channel, event.data))
                 self.total += len(event.data)
@@ -92,19 +90,17 @@ class PtySession:
     def write(self, data: bytes) -> None:
         """Send stdin (keystrokes, in PTY mode)."""
         if self.process is not None and self.process.running:
-            with contextlib.suppress(SandboxStateError):
-                self.process.write_stdin(data)
+            self.process.write_stdin(data)
 
     def resize(self, rows: int, cols: int) -> None:
         """Set the terminal's size (PTY mode only; ignored in pipe mode, as execd does)."""
-        if self.process is not None and self.process.running and not self.pipe and rows and cols:
+        if self.process is not None and not self.pipe and rows and cols:
             self.process.resize(rows, cols)
 
     def signal(self, number: int | None) -> None:
         """Send a signal to the shell's process group (an unknown name: nothing)."""
-        if number is not None and self.process is not None and self.process.running:
-            with contextlib.suppress(SandboxStateError):
-                self.process.signal(number)
+        if number is not None and self.process is not None:
+            self.process.signal(number)
 
     def kill(self) -> None:
         """End the shell."""
@@ -114,12 +110,19 @@ class PtySession:
 class PtySessions:
     """Every sandbox's PTY sessions."""
 
-    def __init__(
-        self, sandbox_of: Callable[[SandboxRecord], Awaitable[LinuxSandbox]], new_id: Callable[[], str]
-    ) -> None:
-        self.sandbox_of = sandbox_of
+    def __init__(self, backend: LinuxBackend[SandboxRecord], new_id: Callable[[], str]) -> None:
+        self.backend = backend
         self.new_id = new_id
         self._sessions: dict[tuple[str, str], PtySession] = {}
+
+    async def start(self, sb: SandboxRecord, session: execution.PtySession, pipe: bool) -> str | None:
+        """Start a session's shell (PTY, or pipes when ``pipe``); return why it could not, or None."""
+        assert isinstance(session, PtySession), "a session of these sessions"
+        try:
+            await session.start(self.backend, sb, pipe)
+        except (SpawnError, OSError) as exc:
+            return str(exc)
+        return None
 
     def create(self, sb: SandboxRecord, request: rules.PtyRequest) -> PtySession:
         """Record a new session (its shell starts on the first attach)."""

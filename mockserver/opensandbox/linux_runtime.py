@@ -1,7 +1,7 @@
 """The linux command runtime: execd's commands and bash sessions as real processes in Linux namespaces.
 
-:class:`LinuxCommandRuntime` replaces the emulator's :class:`~.commands.CommandRuntime` when the mock runs
-with ``runtime="linux"``. The model validates every request (:mod:`.model.execd`); this module runs it and
+:class:`LinuxCommandRuntime` is the :class:`~.commands.CommandRuntime` of a mock that runs with
+``runtime="linux"``: its processes are the runtime's (:class:`~mockserver.runtime.linux.LinuxBackend`). The model validates every request (:mod:`.model.execd`); this module runs it and
 reports as execd does:
 
 * ``POST /command``: ``bash -c <command>`` (``sh`` where there is no bash), or the ``argv`` as given, in its
@@ -36,21 +36,21 @@ import codecs
 import contextlib
 import re
 import shlex
-import shutil
 import signal as signals
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mockserver.core import DnsTable, IdFactory, VirtualClock
-from mockserver.linux import ExitStatus, LinuxProcess, LinuxSandbox, OutputChunk, SandboxStateError, SpawnError
+from mockserver.core import IdFactory, VirtualClock
+from mockserver.runtime import LINUX, Capabilities, Exited, Output, Process
+from mockserver.runtime.linux import LinuxBackend, SandboxStateError, SpawnError, shell
 
 from .commands import PING_INTERVAL, CommandRuntime, EventQueue
-from .model.execd import RunRequest, error_event, new_command
+from .model.execd import RunRequest, error_event, new_command, usage_metrics
 from .model.records import CommandRecord, SandboxRecord
 
-__all__ = ["LinuxCommandRuntime", "LinuxExecution", "SessionRun", "SessionState", "session_script", "shell"]
+__all__ = ["LinuxCommandRuntime", "LinuxExecution", "SessionRun", "SessionState", "session_argv", "session_script"]
 
 #: Go's names of the signals that end processes (``signal: <name>`` in execd's errors).
 SIGNAL_NAMES = {
@@ -76,12 +76,7 @@ _NOT_PERSISTED = frozenset({"PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "_", "
 _EXPORT = re.compile(r'^declare -x ([A-Za-z_][A-Za-z0-9_]*)(?:="(.*)")?$')
 
 
-def shell() -> str:
-    """Return the shell execd would pick: bash when there is one, else sh."""
-    return "bash" if shutil.which("bash") else "sh"
-
-
-def _exit_text(status: ExitStatus) -> tuple[int, str]:
+def _exit_text(status: Exited) -> tuple[int, str]:
     """Return execd's (exit code, error text) of a process that did not exit 0."""
     if status.code is not None and not status.timed_out:
         return status.code, f"exit status {status.code}"
@@ -96,7 +91,7 @@ class LinuxExecution(EventQueue):
         self,
         record: CommandRecord,
         clock: VirtualClock,
-        launch: Callable[[], Awaitable[LinuxProcess]],
+        launch: Callable[[], Awaitable[Process]],
         *,
         stream: bool,
         on_oom: Callable[[], None],
@@ -110,7 +105,7 @@ class LinuxExecution(EventQueue):
         self.on_oom = on_oom
         self.marker = marker
         self.after = after
-        self.process: LinuxProcess | None = None
+        self.process: Process | None = None
         self._stop_asked = False
         self._task: asyncio.Task[None] | None = None
         self._last_event = time.monotonic()
@@ -127,9 +122,8 @@ class LinuxExecution(EventQueue):
 
     def _interrupt(self) -> None:
         self._stop_asked = True
-        if self.process is not None and self.process.running:
-            with contextlib.suppress(SandboxStateError):
-                self.process.signal(signals.SIGTERM)
+        if self.process is not None:
+            self.process.signal(signals.SIGTERM)
 
     def _emit(self, event: dict[str, Any]) -> None:
         self._last_event = time.monotonic()  # the pings count quiet from the last event
@@ -177,12 +171,12 @@ class LinuxExecution(EventQueue):
                 pinger.cancel()
             self._end_events()
 
-    async def _relay(self, process: LinuxProcess) -> ExitStatus:
+    async def _relay(self, process: Process) -> Exited:
         decoders = {s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr")}
         partial = ""
-        async for event in process.aevents():
-            if isinstance(event, OutputChunk):
-                stream = "stderr" if event.stream == "stderr" else "stdout"
+        async for event in process.events():
+            if isinstance(event, Output):
+                stream = event.stream
                 room = LOG_BYTES_LIMIT - len(self.record.output)
                 if room > 0:
                     self.record.output.extend(event.data[:room])
@@ -263,6 +257,11 @@ def _unquote(value: str) -> str:
     return re.sub(r"\\(.)", r"\1", value)
 
 
+def session_argv(script: str) -> list[str]:
+    """Return the argv of one session run of ``script``: bash without its start files (sh without bash)."""
+    return ["bash", "--noprofile", "--norc", "-c", script] if shell() == "bash" else ["sh", "-c", script]
+
+
 def session_script(state: SessionState, command: str, cwd: str) -> str:
     """Return the script of one session run (execd's wrapping: restore, run, dump)."""
     lines = ["exec 2>&1"]
@@ -285,21 +284,20 @@ def session_script(state: SessionState, command: str, cwd: str) -> str:
 class LinuxCommandRuntime(CommandRuntime):
     """Run execd's validated commands and session runs as real processes of the record's linux sandbox."""
 
-    live = True
+    capabilities: Capabilities = LINUX
 
     def __init__(
         self,
         clock: VirtualClock,
         ids: IdFactory,
-        dns: DnsTable,
-        enforcement: str,
-        sandbox_of: Callable[[SandboxRecord], Awaitable[LinuxSandbox]],
+        backend: LinuxBackend[SandboxRecord],
         on_oom: Callable[[SandboxRecord], None],
     ) -> None:
-        super().__init__(clock, ids, dns, enforcement, factory=_no_runner)
-        self.sandbox_of = sandbox_of
+        super().__init__(clock, ids)
+        self.backend = backend
         self.on_oom = on_oom
         self.sessions: dict[tuple[str, str], SessionState] = {}
+        self.samples: dict[str, tuple[float, float]] = {}
 
     def start(self, sb: SandboxRecord, run: RunRequest) -> tuple[CommandRecord, LinuxExecution]:
         """Record the command and start it (a foreground one streams its events)."""
@@ -309,9 +307,8 @@ class LinuxCommandRuntime(CommandRuntime):
             argv = [shell(), "-c", 'exec "$@" 2>&1', shell(), *argv]
         timeout = run.timeout_ms / 1000.0 if run.timeout_ms and run.timeout_ms > 0 else None
 
-        async def launch() -> LinuxProcess:
-            sandbox = await self.sandbox_of(sb)
-            return await sandbox.start_process_async(argv, env=run.env, cwd=run.cwd, timeout=timeout)
+        async def launch() -> Process:
+            return await self.backend.start(sb, argv, env=run.env, cwd=run.cwd, timeout=timeout)
 
         execution = LinuxExecution(
             record, self.clock, launch, stream=not run.background, on_oom=lambda: self.on_oom(sb)
@@ -319,7 +316,7 @@ class LinuxCommandRuntime(CommandRuntime):
         execution.start()
         return record, execution
 
-    def start_session_run(
+    def run_in_session(
         self, sb: SandboxRecord, session_id: str, run: RunRequest
     ) -> tuple[CommandRecord, LinuxExecution]:
         """Run a command in a bash session (see the module docstring); the session keeps its state."""
@@ -329,10 +326,8 @@ class LinuxCommandRuntime(CommandRuntime):
         timeout = run.timeout_ms / 1000.0 if run.timeout_ms and run.timeout_ms > 0 else None
         marker = SessionRun(state)
 
-        async def launch() -> LinuxProcess:
-            sandbox = await self.sandbox_of(sb)
-            argv = ["bash", "--noprofile", "--norc", "-c", script] if shell() == "bash" else ["sh", "-c", script]
-            return await sandbox.start_process_async(argv, env=run.env, cwd="/", timeout=timeout)
+        async def launch() -> Process:
+            return await self.backend.start(sb, session_argv(script), env=run.env, cwd="/", timeout=timeout)
 
         def after() -> None:
             marker.settle()
@@ -349,11 +344,18 @@ class LinuxCommandRuntime(CommandRuntime):
         """Drop a deleted session's state."""
         self.sessions.pop((sb.id, session_id), None)
 
+    async def metrics(self, sb: SandboxRecord) -> dict[str, Any]:
+        """Return ``GET /metrics``'s body: the memory and CPU of the sandbox's processes (CPU since the last call)."""
+        usage = await self.backend.usage(sb)
+        now = time.monotonic()
+        last = self.samples.get(sb.id)
+        self.samples[sb.id] = (now, usage.cpu_seconds)
+        cpus = max(1, usage.cpu_count)
+        percent = (
+            0.0 if last is None or now <= last[0] else (usage.cpu_seconds - last[1]) / (now - last[0]) / cpus * 100
+        )
+        return usage_metrics(sb, percent, usage.memory_bytes, self.clock.now_ms())
+
     def clear(self) -> None:
         """Forget every session (the sandboxes are gone or replaced)."""
-        super().clear()
         self.sessions.clear()
-
-
-def _no_runner(sb: SandboxRecord, gate: object) -> Any:
-    raise RuntimeError("the linux command runtime has no emulated runner")

@@ -29,15 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import MutableMapping
-from typing import Any
 
 from mockserver.core import DnsTable
 from mockserver.linux import LinuxRuntime, LinuxSandbox, SandboxLimits, opensandbox_apply
 from mockserver.linux.bindings import SandboxBindings
 from mockserver.linux.egress import OpenSandboxMode
 from mockserver.linux.hostfs import HostFileSystem
-from mockserver.linux.ingress import ASGIApp, Receive, Scope, Send
 
 from .linux_jupyter import JupyterListeners
 from .model.config import ServerConfig
@@ -45,7 +42,6 @@ from .model.egress import effective_policy
 from .model.execd import disk_limit_bytes, memory_limit_bytes
 from .model.records import SandboxRecord
 from .model.state import OpenSandboxState
-from .routes.render import SANDBOX_KEY
 
 __all__ = ["LinuxSandboxes"]
 
@@ -164,36 +160,3 @@ class LinuxSandboxes(SandboxBindings[SandboxRecord, object]):
         """Destroy every real sandbox, close the Jupyter ports and the runtime."""
         self.jupyter.close_all()
         super().close()
-
-    # -- services ----------------------------------------------------------------------------------
-
-    def prepared(self, service: ASGIApp) -> ASGIApp:
-        """Wrap a port's service so that the admitted sandbox's real sandbox exists before it answers."""
-
-        async def app(scope: Scope, receive: Receive, send: Send) -> None:
-            record = (scope.get("state") or {}).get(SANDBOX_KEY)
-            if isinstance(record, SandboxRecord) and record.state == "Running":
-                await self.ensure_async(record)
-            await service(scope, receive, send)
-
-        return app
-
-    def in_step(self, app: ASGIApp) -> ASGIApp:
-        """Wrap the whole app: reconcile before every HTTP answer starts (and after every WebSocket)."""
-
-        async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http":
-                try:
-                    await app(scope, receive, send)
-                finally:
-                    self.reconcile()
-                return
-
-            async def send_in_step(message: MutableMapping[str, Any]) -> None:
-                if message["type"] == "http.response.start":
-                    self.reconcile()
-                await send(message)
-
-            await app(scope, receive, send_in_step)
-
-        return wrapped

@@ -29,17 +29,19 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.routing import BaseRoute, Mount
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockserver.admin.catalogue import NamedFault
 from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
 from mockserver.core.capacity import Capacity
 from mockserver.core.changes import Persistent
+from mockserver.runtime.emulator import Runner
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
-from .commands import CommandRuntime, Runner, RunnerFactory, emulator_runner
+from .commands import CommandRuntime, EmulatorCommands, RunnerFactory, emulator_runner
+from .execution import Execd
 from .faults import FaultCatalogue
 from .model import admin as admin_model
 from .model import faults as model_faults
@@ -48,6 +50,7 @@ from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
 from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
+from .model.server_file import ServerFile
 from .model.state import OpenSandboxState
 from .routes import admin
 from .routes.diagnostics import diagnostics_routes
@@ -55,7 +58,7 @@ from .routes.echo import sandbox_echo
 from .routes.gate import RequestGate
 from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
-from .routes.render import exception_handlers
+from .routes.render import SANDBOX_KEY, exception_handlers
 
 if TYPE_CHECKING:
     from mockserver.linux import SandboxLimits
@@ -74,6 +77,39 @@ def _echo_port(sb: SandboxRecord, port: int) -> ASGIApp:
     return sandbox_echo
 
 
+def _prepared(linux: LinuxSandboxes, service: ASGIApp) -> ASGIApp:
+    """Wrap a port's service so that the admitted sandbox's real sandbox exists before it answers."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        record = (scope.get("state") or {}).get(SANDBOX_KEY)
+        if isinstance(record, SandboxRecord) and record.state == "Running":
+            await linux.ensure_async(record)
+        await service(scope, receive, send)
+
+    return app
+
+
+def _in_step(linux: LinuxSandboxes, app: ASGIApp) -> ASGIApp:
+    """Wrap the whole app: reconcile the real sandboxes before every HTTP answer starts (and after every WebSocket)."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            try:
+                await app(scope, receive, send)
+            finally:
+                linux.reconcile()
+            return
+
+        async def send_in_step(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                linux.reconcile()
+            await send(message)
+
+        await app(scope, receive, send_in_step)
+
+    return wrapped
+
+
 class OpenSandboxMock(HttpMock):
     """A faithful in-memory OpenSandbox 1.1.1 server (lifecycle, execd, egress sidecar).
 
@@ -88,7 +124,10 @@ class OpenSandboxMock(HttpMock):
     replaces the shared command emulator. ``runtime`` is ``"emulator"`` (default) or ``"linux"`` (see the module
     docstring). ``capacity`` caps the live sandboxes (shared with the server's other mock; a full server answers
     create 429 ``POOL_CAPACITY_EXHAUSTED``). ``sandbox_limits`` are the linux sandboxes' default limits
-    (:mod:`mockserver.linux.limits`).
+    (:mod:`mockserver.linux.limits`). ``config`` is the real server's own configuration file, read
+    (:func:`~.model.server_file.load_server_file`): it sets the runtime profile, the key (when ``api_key`` is
+    None), the egress image and mode, the maximum timeout, the endpoints' shape and host, the bridge port range
+    and the host-volume allow-list, over the keyword arguments that set the same things.
     """
 
     provider = "opensandbox"
@@ -117,6 +156,7 @@ class OpenSandboxMock(HttpMock):
         runtime: RuntimeName = "emulator",
         capacity: Capacity | None = None,
         sandbox_limits: SandboxLimits | None = None,
+        config: ServerFile | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
@@ -128,15 +168,23 @@ class OpenSandboxMock(HttpMock):
         self.runtime_name: RuntimeName = runtime
         self._sandbox_limits = sandbox_limits
         self.linux: LinuxSandboxes | None = None
+        settings: dict[str, Any] = {
+            "enforcement": enforcement_mode,
+            "allowed_host_paths": tuple(allowed_host_paths),
+            "egress_image": egress_image,
+        }
+        if config is not None:
+            settings.update(config.settings())
+            profile = config.profile
+            api_key = config.api_key if api_key is None else api_key
+        self.server_file = config
         self.config = ServerConfig(
             access=KeyTable.from_option(api_key),
             execd_token=execd_token,
             egress_token=egress_token,
-            enforcement=enforcement_mode,
             snapshot_seconds=snapshot_seconds,
             user_ports=True,
-            allowed_host_paths=tuple(allowed_host_paths),
-            egress_image=egress_image,
+            **settings,
         )
         self.profile = make_profile(
             profile,
@@ -151,47 +199,46 @@ class OpenSandboxMock(HttpMock):
         self.state.use_capacity(self.capacity)
         self.http = http or HttpTable()
         self.commands: CommandRuntime
-        live: list[BaseRoute] = []
         linux: LinuxSandboxes | None = None
         if runtime == "linux":
-            linux, live = self._compose_linux()
+            linux, self.execd = self._compose_linux()
         else:
-            self.commands = CommandRuntime(
-                self.clock, self.ids, self.dns, enforcement_mode, runner_factory or self.make_runner
+            self.commands = EmulatorCommands(
+                self.clock, self.ids, self.dns, self.config.enforcement, runner_factory or self.make_runner
             )
+            self.execd = Execd(self.commands)
         self.catalogue = FaultCatalogue(self)
         services: dict[int, ASGIApp] = {  # each built on its first request
-            EXECD_PORT: OnFirstCall(lambda: service_router([*live, *self.execd_routes(), *self.file_routes()])),
+            EXECD_PORT: OnFirstCall(lambda: service_router([*self.execd_routes(), *self.file_routes()])),
             EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),
         }
         user_port: Callable[[SandboxRecord, int], ASGIApp] = _echo_port
         if linux is not None:
-            services[EXECD_PORT] = linux.prepared(services[EXECD_PORT])  # the sidecar needs no real sandbox
+            services[EXECD_PORT] = _prepared(linux, services[EXECD_PORT])  # the sidecar needs no real sandbox
             user_port = linux.port_app
         ports = PortContext(self.state, self.config, services, user_port)
         self.proxy_app = PortDispatcher(ports, via_proxy=True)
         self.direct_app = PortDispatcher(ports, via_proxy=False)
 
-    def _compose_linux(self) -> tuple[LinuxSandboxes, list[BaseRoute]]:
-        """Build the linux runtime's parts; return them and the execd routes only it serves."""
+    def _compose_linux(self) -> tuple[LinuxSandboxes, Execd]:
+        """Build the linux runtime's parts; return its sandboxes and what execd runs on."""
         from mockserver.linux.fdlimit import has_room
+        from mockserver.runtime.linux import LinuxBackend
 
         from .linux_code import CodeContexts
         from .linux_pty import PtySessions
         from .linux_runtime import LinuxCommandRuntime
         from .linux_sandboxes import LinuxSandboxes
-        from .routes.live import LiveContext, live_routes
 
         self.capacity.set_room(has_room)
         linux = LinuxSandboxes(self.state, self.config, self.dns, self._sandbox_limits)
+        linux.follow_clock(self.clock)
         self.linux = linux
-        self.commands = LinuxCommandRuntime(
-            self.clock, self.ids, self.dns, self.config.enforcement, linux.ensure_async, linux.oom
-        )
-        self.code_contexts = CodeContexts(self.clock, self.ids, linux.ensure_async)
-        self.ptys = PtySessions(linux.ensure_async, lambda: self.ids.token(16, "0123456789abcdef"))
-        routes = live_routes(LiveContext(self.clock, self.commands, self.code_contexts, self.ptys, linux.ensure_async))
-        return linux, routes
+        backend = LinuxBackend(linux.ensure_async)
+        self.commands = LinuxCommandRuntime(self.clock, self.ids, backend, linux.oom)
+        self.code_contexts = CodeContexts(self.clock, self.ids, backend)
+        self.ptys = PtySessions(backend, lambda: self.ids.token(16, "0123456789abcdef"))
+        return linux, Execd(self.commands, self.code_contexts, self.ptys)
 
     def close(self) -> None:
         """Release the runtime's sandboxes (the linux runtime's namespaces, processes and files); idempotent."""
@@ -205,10 +252,10 @@ class OpenSandboxMock(HttpMock):
         return emulator_runner(sb, gate, self.http)
 
     def execd_routes(self) -> list[BaseRoute]:
-        """Return execd's command, session and metrics routes."""
+        """Return execd's routes but its files': commands, sessions, metrics, code contexts and PTY sessions."""
         from .routes.execd import ExecdContext, execd_routes
 
-        return execd_routes(ExecdContext(self.state, self.clock, self.ids, self.commands))
+        return execd_routes(ExecdContext(self.state, self.clock, self.ids, self.execd))
 
     def file_routes(self) -> list[BaseRoute]:
         """Return execd's file routes."""
@@ -286,7 +333,7 @@ class OpenSandboxMock(HttpMock):
     def wrap(self, app: ASGIApp) -> ASGIApp:
         """Run the linux runtime's requests in step with it, inside the core's layers."""
         if self.linux is not None:
-            app = self.linux.in_step(app)
+            app = _in_step(self.linux, app)
         return super().wrap(app)
 
     def gate(self, app: ASGIApp) -> ASGIApp:
@@ -309,10 +356,6 @@ class OpenSandboxMock(HttpMock):
     def api_key(self) -> str | None:
         """Return a key clients may send (None when auth is off)."""
         return self.config.access.client_key()
-
-    def runner_for(self, sb: SandboxRecord) -> Runner:
-        """Return the command runner of a sandbox (its egress obeys the sandbox's current policy)."""
-        return self.commands.runner_for(sb)
 
     def sandbox(self, sandbox_id: str) -> SandboxRecord:
         """Return a live sandbox by id (any tenant); raise KeyError when there is none."""

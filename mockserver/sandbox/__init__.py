@@ -13,7 +13,6 @@ from mockserver.core.lazy import lazy_name
 if TYPE_CHECKING:
     from .commands import CommandEmulator
     from .filesystem import FileInfo, FileSystem, FsError, FsErrorCode, normpath
-    from .local import LocalBackend
     from .network import EgressGate, HttpResponse, HttpTable, OpenGate, Resolution
     from .steps import Completed, Exit, Handler, Invocation, Output, Sleep, Step
 
@@ -24,7 +23,6 @@ _HOMES = {
     "FsError": ".filesystem",
     "FsErrorCode": ".filesystem",
     "normpath": ".filesystem",
-    "LocalBackend": ".local",
     "EgressGate": ".network",
     "HttpResponse": ".network",
     "HttpTable": ".network",
@@ -52,7 +50,6 @@ __all__ = [
     "HttpResponse",
     "HttpTable",
     "Invocation",
-    "LocalBackend",
     "OpenGate",
     "Output",
     "Resolution",

@@ -1,14 +1,14 @@
 """The linux process runtime: the management API's commands as real processes in Linux namespaces.
 
-:class:`LinuxProcessRuntime` implements :class:`~.processes.ProcessRuntime` on the sandboxes of a
-:class:`~mockserver.linux.host.LinuxHost`. It never decides anything the model decides: the routes validate
+:class:`LinuxProcessRuntime` implements :class:`~.processes.ProcessRuntime` on the runtime layer's
+:class:`~mockserver.runtime.linux.LinuxBackend` (the sandboxes of :mod:`.linux_sandboxes`). It never decides anything the model decides: the routes validate
 with the model's rules, the daemon records what happened, and this module only runs it.
 
 * A command is ``[command, *args]`` exec'd without a shell (``PATH`` looked up), with the sandbox's
   environment plus ``env``, in ``working_dir`` (``/`` by default). Its stdout and stderr become the daemon's
   line events as they come, :data:`LINES_PER_TURN` lines per turn of the event loop at most; the process
-  is flow-controlled (:mod:`mockserver.linux.process`), so a flood goes as fast as it is recorded; its end is ``exit_code``, or ``signal`` with ``reason`` ``signaled``,
-  ``timed_out`` (a run's ``timeout``, in real seconds) or ``oom_killed`` (the sandbox's memory cgroup).
+  is flow-controlled (:mod:`mockserver.linux.process`), so a flood goes as fast as it is recorded; its end
+  is ``exit_code``, or ``signal`` with ``reason`` ``signaled``, ``timed_out`` (a run's ``timeout``, in real seconds) or ``oom_killed`` (the sandbox's memory cgroup).
 * ``stdin_mode: "pipe"`` gives the process a real stdin pipe; ``stdin`` and ``stdin/close`` feed it.
 * Signals go to the process group; a signal the program handles does not end it.
 * Terminals are PTYs of the sandbox (:meth:`LinuxProcessRuntime.open_terminal`); ports are reached inside
@@ -24,25 +24,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from mockserver.core.clock import VirtualClock
-from mockserver.linux import ExitStatus, LinuxProcess, LinuxSandbox, OutputChunk, SandboxStateError, SpawnError
-from mockserver.linux.forward import open_connection
+from mockserver.runtime import LINUX, Capabilities, Exited, Output, Process, Terminal, spawn_exit_code
+from mockserver.runtime.linux import LinuxBackend, SandboxStateError, SpawnError
 
 from .model import management as rules
 from .model.daemon import CommandSpec, Daemon, ProcessRecord, PtySpec
 from .model.records import Sandbox
-from .processes import RecordedRuntime, Terminal
+from .processes import RecordedRuntime
 
-__all__ = ["LinuxProcessRuntime", "LinuxTerminal"]
+__all__ = ["LinuxProcessRuntime"]
 
 _Key = tuple[str, int]
 #: Output lines recorded per turn of the event loop (a flood of short lines is recorded in slices).
 LINES_PER_TURN = 128
 STOP_WAIT = 5.0
-_SPAWN_CODES = {"permission_denied": 126}
 
 
 @dataclass
@@ -50,28 +48,9 @@ class _Running:
     """A command of the daemon and the real process behind it (once it started)."""
 
     task: asyncio.Task[None] | None = None
-    process: LinuxProcess | None = None
+    process: Process | None = None
     started: asyncio.Event = field(default_factory=asyncio.Event)
     pending_signal: int | None = None
-
-
-async def _start(
-    linux: LinuxSandbox,
-    spec: CommandSpec | PtySpec,
-    *,
-    stdin: bool = False,
-    timeout: float | None = None,
-    pty: tuple[int, int] | None = None,
-) -> LinuxProcess:
-    """Start ``[command, *args]`` of ``spec`` in ``linux``: its ``env`` added, in its ``working_dir`` (``/``)."""
-    return await linux.start_process_async(
-        [spec.command, *spec.args],
-        env=dict(spec.env),
-        cwd=spec.working_dir or "/",
-        stdin=stdin,
-        timeout=timeout,
-        pty=pty,
-    )
 
 
 def _pieces(data: bytes) -> list[bytes]:
@@ -83,44 +62,14 @@ def _pieces(data: bytes) -> list[bytes]:
     return [data[start : start + size] for start in range(0, len(data), size)]
 
 
-class LinuxTerminal:
-    """A process on a PTY of a linux sandbox (the :class:`~.processes.Terminal` the PTY WebSocket drives)."""
-
-    def __init__(self, process: LinuxProcess) -> None:
-        self.process = process
-
-    def write(self, data: bytes) -> None:
-        """Send keystrokes to the terminal."""
-        with contextlib.suppress(SandboxStateError):
-            self.process.write_stdin(data)
-
-    def resize(self, rows: int, cols: int) -> None:
-        """Set the terminal's size (its foreground process group gets SIGWINCH)."""
-        if self.process.running:
-            self.process.resize(rows, cols)
-
-    def kill(self) -> None:
-        """SIGKILL the terminal's process group."""
-        with contextlib.suppress(SandboxStateError):
-            self.process.kill()
-
-    async def output(self) -> AsyncIterator[bytes | int]:
-        """Yield the terminal's output from its start, then the exit code."""
-        async for event in self.process.aevents():
-            if isinstance(event, OutputChunk):
-                yield event.data
-            else:
-                yield event.shell_code
-
-
 class LinuxProcessRuntime(RecordedRuntime):
     """Run the daemon's commands as real processes of the sandbox ``sandbox_of`` makes (or finds)."""
 
-    terminals = True
+    capabilities: Capabilities = LINUX
 
-    def __init__(self, clock: VirtualClock, sandbox_of: Callable[[Sandbox], Awaitable[LinuxSandbox]]) -> None:
+    def __init__(self, clock: VirtualClock, backend: LinuxBackend[Sandbox]) -> None:
         super().__init__(clock)
-        self.sandbox_of = sandbox_of
+        self.backend = backend
         self._running: dict[_Key, _Running] = {}
 
     # -- commands ----------------------------------------------------------------------------------
@@ -138,22 +87,27 @@ class LinuxProcessRuntime(RecordedRuntime):
     ) -> None:
         key = (daemon.sandbox_id, proc.pid)
         try:
-            linux = await self.sandbox_of(sandbox)
             try:
-                process = await _start(linux, spec, stdin=spec.stdin_pipe, timeout=spec.timeout)
+                process = await self.backend.start(
+                    sandbox,
+                    [spec.command, *spec.args],
+                    env=dict(spec.env),
+                    cwd=spec.working_dir or "/",
+                    stdin=spec.stdin_pipe,
+                    timeout=spec.timeout,
+                )
             except SpawnError as exc:
                 daemon.write(proc, "stderr", f"{exc.message}\n".encode(), self.clock.now())
-                self._finish(daemon, proc, exit_code=_SPAWN_CODES.get(exc.code, 127))
+                self._finish(daemon, proc, exit_code=spawn_exit_code(exc.code))
                 return
             running.process = process
             running.started.set()
             if running.pending_signal is not None:
                 process.signal(running.pending_signal)
-            async for event in process.aevents():
-                if isinstance(event, OutputChunk):
-                    stream = "stderr" if event.stream == "stderr" else "stdout"
+            async for event in process.events():
+                if isinstance(event, Output):
                     for piece in _pieces(event.data):
-                        daemon.write(proc, stream, piece, self.clock.now())
+                        daemon.write(proc, event.stream, piece, self.clock.now())
                         self._notify(daemon, proc)
                         await asyncio.sleep(0)  # bounded work per turn of the loop: other requests go between
                 else:
@@ -167,7 +121,7 @@ class LinuxProcessRuntime(RecordedRuntime):
             running.started.set()
             self._running.pop(key, None)
 
-    def _end(self, daemon: Daemon, proc: ProcessRecord, status: ExitStatus) -> None:
+    def _end(self, daemon: Daemon, proc: ProcessRecord, status: Exited) -> None:
         if status.oom_killed:
             self._finish(daemon, proc, signal=signals.SIGKILL, reason="oom_killed")
         elif status.timed_out:
@@ -185,8 +139,7 @@ class LinuxProcessRuntime(RecordedRuntime):
         if running.process is None:
             running.pending_signal = signal
             return
-        with contextlib.suppress(SandboxStateError):
-            running.process.signal(signal)
+        running.process.signal(signal)
 
     async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
         """SIGKILL the process group and wait up to :data:`STOP_WAIT` s for the record to show the end."""
@@ -197,7 +150,7 @@ class LinuxProcessRuntime(RecordedRuntime):
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(running.task), STOP_WAIT)
 
-    async def _process(self, daemon: Daemon, proc: ProcessRecord) -> LinuxProcess | None:
+    async def _process(self, daemon: Daemon, proc: ProcessRecord) -> Process | None:
         running = self._running.get((daemon.sandbox_id, proc.pid))
         if running is None:
             return None
@@ -208,30 +161,32 @@ class LinuxProcessRuntime(RecordedRuntime):
         """Feed ``data`` to the process's stdin pipe."""
         process = await self._process(daemon, proc)
         if process is not None:
-            with contextlib.suppress(SandboxStateError):
-                process.write_stdin(data)
+            process.write_stdin(data)
 
     async def close_stdin(self, daemon: Daemon, proc: ProcessRecord) -> None:
         """Close the process's stdin pipe."""
         process = await self._process(daemon, proc)
         if process is not None:
-            with contextlib.suppress(SandboxStateError):
-                process.close_stdin()
+            process.close_stdin()
 
     # -- terminals and ports -----------------------------------------------------------------------
 
     async def open_terminal(self, sandbox: Sandbox, spec: PtySpec) -> Terminal:
         """Start ``spec`` on a new PTY of the sandbox (the model's refusal when it cannot start)."""
-        linux = await self.sandbox_of(sandbox)
         try:
-            process = await _start(linux, spec, pty=(spec.rows, spec.cols))
+            return await self.backend.start(
+                sandbox,
+                [spec.command, *spec.args],
+                env=dict(spec.env),
+                cwd=spec.working_dir or "/",
+                pty=(spec.rows, spec.cols),
+            )
         except SpawnError as exc:
             raise rules.pty_start_failed(exc.message) from exc
-        return LinuxTerminal(process)
 
     async def open_port(self, sandbox: Sandbox, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """Connect to ``port`` inside the sandbox (OSError when nothing listens)."""
-        return await open_connection(await self.sandbox_of(sandbox), port)
+        return await self.backend.open_port(sandbox, port)
 
     def close(self, sandbox_id: str) -> None:
         """Cancel the tasks of a sandbox that is gone (its processes died with it); safe from any thread."""

@@ -62,8 +62,8 @@ if TYPE_CHECKING:
     from mockserver.sandbox.commands import CommandEmulator
     from mockserver.sandbox.steps import Handler
 
+    from .execution import ProcessRuntime
     from .linux_sandboxes import LinuxSandboxes
-    from .processes import ProcessRuntime
 
 __all__ = ["DEFAULT_API_KEY", "DEFAULT_INGRESS_DOMAIN", "DEFAULT_PORT", "RUNTIMES", "TensorLakeMock", "sdk_env"]
 
@@ -134,6 +134,7 @@ class TensorLakeMock(HttpMock):
 
             self.capacity.set_room(has_room)
             self.linux = LinuxSandboxes(self.dns, self.model.sandboxes.get, sandbox_limits)
+            self.linux.follow_clock(self.clock)
             self.model.filesystems = self.linux
             self.model.on_change = self.linux.reconcile
         self.lifecycle = LifecycleApi(self.model, self.ingress_domain)
@@ -204,9 +205,11 @@ class TensorLakeMock(HttpMock):
     def runtime(self) -> ProcessRuntime:
         """Return the process runtime the management API runs commands in (built on first use)."""
         if self.linux is not None:
+            from mockserver.runtime.linux import LinuxBackend
+
             from .linux_runtime import LinuxProcessRuntime
 
-            return LinuxProcessRuntime(self.clock, self.linux.ensure_async)
+            return LinuxProcessRuntime(self.clock, LinuxBackend(self.linux.ensure_async))
         from .processes import EmulatorRuntime
 
         return EmulatorRuntime(self.clock, self.emulator_for)

@@ -2,83 +2,36 @@
 
 A runtime runs a :class:`~.model.daemon.CommandSpec` for a sandbox and reports what the process writes and how
 it ends into the sandbox's :class:`~.model.daemon.Daemon` (the model keeps the records; the runtime only
-executes). :class:`ProcessRuntime` is the whole interface the routes use. Two runtimes implement it:
+executes). :class:`~.execution.ProcessRuntime` is the whole interface the routes use. Two runtimes implement it:
 
-* :class:`EmulatorRuntime` (the default) runs the shared command emulator as asyncio tasks, its ``Sleep``
-  steps on the mock's virtual clock and a run's ``timeout`` enforced on that clock. It has no terminals
-  and no ports: PTY sessions and TCP tunnels answer 501.
+* :class:`EmulatorRuntime` (the default) runs the shared command emulator
+  (:class:`~mockserver.runtime.emulator.EmulatorBackend`) as asyncio tasks, its ``Sleep`` steps on the mock's
+  virtual clock and a run's ``timeout`` enforced on that clock. It has no terminals and no ports
+  (:data:`~mockserver.runtime.EMULATOR`): PTY sessions and TCP tunnels answer 501.
 * :class:`~.linux_runtime.LinuxProcessRuntime` (``runtime="linux"``) runs real processes in Linux
-  namespaces (see ``docs/runtime.md``), with PTYs and TCP tunnels into the sandbox.
+  namespaces (:class:`~mockserver.runtime.linux.LinuxBackend`, see ``docs/runtime.md``), with PTYs and TCP
+  tunnels into the sandbox.
+
+A runtime's :attr:`~.execution.ProcessRuntime.capabilities` say which of PTYs (``pty``) and tunnels (``ports``) it serves.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from mockserver.core.clock import VirtualClock
+from mockserver.runtime import EMULATOR, Capabilities, Terminal
+from mockserver.runtime.emulator import EmulatorBackend, Runner
 from mockserver.sandbox.steps import Exit, Output, Sleep
 
 from .model.daemon import CommandSpec, Daemon, ProcessRecord, PtySpec
 from .model.records import Sandbox
 
-if TYPE_CHECKING:
-    from mockserver.sandbox.commands import CommandEmulator
-
-__all__ = ["EmulatorRuntime", "ProcessRuntime", "RecordedRuntime", "Terminal"]
+__all__ = ["EmulatorRuntime", "RecordedRuntime"]
 
 _Key = tuple[str, int]
-
-
-class Terminal(Protocol):
-    """A process on a PTY, as the PTY WebSocket drives it."""
-
-    def write(self, data: bytes) -> None:
-        """Send keystrokes to the terminal."""
-
-    def resize(self, rows: int, cols: int) -> None:
-        """Set the terminal's size."""
-
-    def kill(self) -> None:
-        """End the process (and its process group)."""
-
-    def output(self) -> AsyncIterator[bytes | int]:
-        """Yield everything the terminal showed since it started, as it comes; the exit code last."""
-
-
-class ProcessRuntime(Protocol):
-    """Start, signal and follow the processes of sandboxes; open their terminals and ports."""
-
-    #: Whether PTY sessions and TCP tunnels are served (the emulator has neither).
-    terminals: bool
-
-    def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
-        """Start ``spec`` in ``sandbox`` in the background; return its (running) record."""
-
-    def kill(self, daemon: Daemon, proc: ProcessRecord, signal: int = 9) -> None:
-        """End a running process with ``signal`` (a no-op once it ended); the record may end a moment later."""
-
-    async def stop(self, daemon: Daemon, proc: ProcessRecord) -> None:
-        """Kill the process (SIGKILL to its group) and wait, briefly, until its record shows the end."""
-
-    async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
-        """Feed ``data`` to a process's stdin pipe."""
-
-    async def close_stdin(self, daemon: Daemon, proc: ProcessRecord) -> None:
-        """Close a process's stdin pipe (it sees end of file)."""
-
-    def follow(self, daemon: Daemon, proc: ProcessRecord, stream: str, *, with_exit: bool) -> AsyncIterator[Any]:
-        """Yield the process's output events on ``stream`` as they come, and its exit event if ``with_exit``."""
-
-    async def open_terminal(self, sandbox: Sandbox, spec: PtySpec) -> Terminal:
-        """Start ``spec`` on a new PTY in ``sandbox`` (only when :attr:`terminals`)."""
-
-    async def open_port(self, sandbox: Sandbox, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """Connect to ``port`` inside ``sandbox`` (OSError when nothing listens; only when :attr:`terminals`)."""
-
-    def close(self, sandbox_id: str) -> None:
-        """Kill every process of a sandbox that is gone (safe from any thread)."""
 
 
 class RecordedRuntime:
@@ -140,11 +93,11 @@ class RecordedRuntime:
 class EmulatorRuntime(RecordedRuntime):
     """Run commands in the command emulator as asyncio tasks on the server's event loop."""
 
-    terminals = False
+    capabilities: Capabilities = EMULATOR
 
-    def __init__(self, clock: VirtualClock, emulator_for: Callable[[Sandbox], CommandEmulator]) -> None:
+    def __init__(self, clock: VirtualClock, emulator_for: Callable[[Sandbox], Runner]) -> None:
         super().__init__(clock)
-        self.emulator_for = emulator_for
+        self.backend: EmulatorBackend[Sandbox] = EmulatorBackend(emulator_for)
         self._tasks: dict[_Key, asyncio.Task[None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -157,7 +110,7 @@ class EmulatorRuntime(RecordedRuntime):
         return proc
 
     async def _execute(self, sandbox: Sandbox, daemon: Daemon, proc: ProcessRecord, timeout: float | None) -> None:
-        emulator = self.emulator_for(sandbox)
+        emulator = self.backend.runner_for(sandbox)
         elapsed = 0.0
         try:
             for step in emulator.run([proc.command, *proc.args], env=proc.env, cwd=proc.working_dir or "/"):

@@ -45,6 +45,8 @@ def doc(**providers: Any) -> dict[str, Any]:
         (doc(tensorlake={"faults": [{"fault": "x", "rule": {}}]}), "tensorlake.faults[0]"),
         (doc(tensorlake={"faults": [{"rule": {"status": 99}}]}), "tensorlake.faults[0].rule"),
         (doc(opensandbox={"snapshot": {"provider": "tensorlake", "state": {}}}), "opensandbox.snapshot.provider"),
+        (doc(tensorlake={"server_config": "server.toml"}), "tensorlake.server_config"),
+        (doc(opensandbox={"server_config": ""}), "opensandbox.server_config"),
     ],
 )
 def test_a_bad_document_names_the_field_at_fault(document: Any, where: str) -> None:
@@ -52,6 +54,13 @@ def test_a_bad_document_names_the_field_at_fault(document: Any, where: str) -> N
         parse_scenario(document, "s.json")
     assert caught.value.where == where
     assert str(caught.value).startswith("scenario s.json: ")
+
+
+def test_the_opensandbox_server_config_is_a_path_beside_the_scenario() -> None:
+    part = parse_scenario(doc(opensandbox={"server_config": "conf/server.toml"}), "/srv/scenarios/ci.json")
+    assert part.providers["opensandbox"].server_config == "/srv/scenarios/conf/server.toml"
+    absolute = parse_scenario(doc(opensandbox={"server_config": "/etc/osb.toml"}), "/srv/scenarios/ci.json")
+    assert absolute.providers["opensandbox"].server_config == "/etc/osb.toml"
 
 
 def test_a_file_that_does_not_parse_names_the_file(tmp_path: Path) -> None:

@@ -8,10 +8,10 @@ import pytest
 
 from mockserver.core import VirtualClock
 from mockserver.linux import LinuxRuntime, LinuxSandbox
-from mockserver.linux.runner import StepRunner
 from mockserver.sandbox import CommandEmulator, Exit, FileSystem, Output, Step
 
 from .conftest import needs_runtime
+from .steps import StepRunner
 
 pytestmark = needs_runtime
 

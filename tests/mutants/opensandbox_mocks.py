@@ -2,7 +2,7 @@
 
 Every mutant is the real :class:`OpenSandboxMock` with one plausible defect, planted by swapping the class of
 its state model, overriding one hook, or wrapping its ASGI app. ``killed_by`` names the machine rules (or
-``invariant``) whose check is expected to report it; ``operation`` is the machine's rule group aimed at it and
+``invariant``) whose check is expected to report it; ``caught_by`` is the machine's rule group aimed at it and
 ``contract`` the tagged contract expected to kill it. A mutant that differs only where the sources are silent says
 why in ``choice``: only a choice contract (failing ``--strict`` runs) can kill it.
 """
@@ -25,7 +25,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from contracts.opensandbox import NetworkPolicy, PolicyError, parse_rules
 from harness.reporting.mutation import register_mutants
 from mockserver.opensandbox import OpenSandboxMock
-from mockserver.opensandbox.commands import Runner
 from mockserver.opensandbox.model.egress import PolicyGate, status_body
 from mockserver.opensandbox.model.forwarding import CONNECTION_HEADERS
 from mockserver.opensandbox.model.records import SandboxRecord, paginate
@@ -33,6 +32,7 @@ from mockserver.opensandbox.model.state import OpenSandboxState
 from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
 from mockserver.opensandbox.routes.ports import PortDispatcher
 from mockserver.opensandbox.routes.render import sandbox_of
+from mockserver.runtime.emulator import Runner
 from mockserver.sandbox.steps import Exit, Output, Step
 
 Json = dict[str, Any]
@@ -478,7 +478,7 @@ class MockMutant:
 
     name: str
     defect: str
-    operation: str
+    caught_by: str
     killed_by: frozenset[str]
     build: Callable[[], OpenSandboxMock]
     contract: str = ""

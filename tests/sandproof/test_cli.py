@@ -233,3 +233,48 @@ def test_serve_on_the_linux_runtime_runs_real_programs() -> None:
     finally:
         for mock in mocks.values():
             mock.close()
+
+
+SERVER_TOML = """
+[server]
+host = "127.0.0.1"
+api_key = "from-the-file"
+max_sandbox_timeout_seconds = 86400
+
+[runtime]
+type = "docker"
+execd_image = "opensandbox/execd:v1.1.0"
+"""
+
+
+def test_serve_builds_the_opensandbox_mock_from_the_real_servers_file(tmp_path: Path) -> None:
+    """The file's key is pinned (no --api-key), its bound refuses a longer timeout, its host names the endpoints."""
+    from mockserver.opensandbox.model.server_file import load_server_file
+
+    path = tmp_path / "server.toml"
+    path.write_text(SERVER_TOML)
+    mock = build_mocks(seed=None, clock_mode="manual", opensandbox_config=load_server_file(path))["opensandbox"]
+    assert _statuses(mock, ["from-the-file", "other"]) == [200, 401]
+    headers = {"OPEN-SANDBOX-API-KEY": "from-the-file"}
+    with mock.server() as server, httpx.Client(base_url=server.url, headers=headers) as client:
+        long = client.post("/v1/sandboxes", json={**BODY, "timeout": 10_000_000_000})
+        assert long.status_code == 400
+        assert long.json()["message"] == "Sandbox timeout 10000000000s exceeds configured maximum of 86400s."
+        sid = client.post("/v1/sandboxes", json={**BODY, "timeout": 3600}).json()["id"]
+        assert client.get(f"/v1/sandboxes/{sid}/endpoints/44772").json() == {"endpoint": "127.0.0.1:44772"}
+
+
+def test_serve_with_a_bad_opensandbox_config_stops_naming_the_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "server.toml"
+    path.write_text(SERVER_TOML.replace("86400", "30"))
+    assert main(["serve", "--opensandbox-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: server.max_sandbox_timeout_seconds: must be at least 60, got 30" in err
+
+
+def test_serve_help_shows_the_opensandbox_config_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parser().parse_args(["serve", "--help"])
+    assert "--opensandbox-config FILE" in capsys.readouterr().out

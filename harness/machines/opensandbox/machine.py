@@ -23,16 +23,17 @@ Strength. Every check is a tagged contract (:mod:`harness.strength`, suite ``ope
 ``spec`` where the NeMo Gym provider page or the egress document says so, ``choice`` for the admin API and the
 emulator's exact probe answers. A check that fails the run raises :class:`ContractViolation` (an
 ``AssertionError`` naming the rule, with the contract attached); a differing choice is recorded in the test's
-ledger. Hypothesis shrinks a failure to a minimal program and prints it, with ``@reproduce_failure``;
-:func:`run_machine` adds the seed and the ``--hypothesis-seed`` replay line.
+ledger. Hypothesis shrinks a failure to a minimal program and prints it, with ``@reproduce_failure``; running
+it (:mod:`harness.machines.opensandbox.run`: seeded runs with a ``--hypothesis-seed`` replay line, mock and
+mutant runs) imports this module, never the other way round.
 
 Layout: :mod:`harness.machines.opensandbox.oracle` (the oracle), :mod:`harness.machines.opensandbox.requests` (constants,
 commands and request strategies), :mod:`harness.machines.opensandbox.compare` (predictions, normalisation, diffs),
-:mod:`harness.machines.opensandbox.driver` (rule groups, config, HTTP plumbing, :func:`run_machine`),
+:mod:`harness.machines.opensandbox.driver` (rule groups, config, HTTP plumbing),
 :mod:`harness.machines.opensandbox.lifecycle_rules` (the lifecycle rules), :mod:`harness.machines.opensandbox.execd_rules`
 (endpoints, execd, background logs, PTY, egress probes), :mod:`harness.machines.opensandbox.proxy_rules` (what a
 sandbox's app receives through the server proxy); this module adds the sidecar's policy and admin rules,
-:func:`make_machine` and the mock runners, and re-exports the public names.
+:func:`make_machine`, and re-exports the names the rules are made of.
 """
 
 from __future__ import annotations
@@ -63,7 +64,6 @@ from harness.machines.opensandbox.proxy_rules import ProxyRules
 from harness.machines.opensandbox.requests import RUN_LABEL, Echo, ExitWith, Json, PrintEnv, Probe
 from harness.machines.opensandbox.requests import policy_rules as _rules_st
 from harness.machines.opensandbox.requests import policy_targets as _targets
-from harness.machines.opensandbox.run import http_clients, machine_settings, run_machine
 from harness.strength import Contract, observed, spec
 from harness.strength.observations import published
 from mockserver.admin.client import AdminClient
@@ -87,11 +87,8 @@ __all__ = [
     "RunResult",
     "SandboxHandle",
     "execd_framing_problem",
-    "http_clients",
-    "machine_settings",
     "make_machine",
     "parse_run",
-    "run_machine",
 ]
 
 CONTRACTS: dict[str, Contract] = {}

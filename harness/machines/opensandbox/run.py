@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import settings
 
 from harness.machines.common import derive_settings, judge, run_seeded
+from harness.machines.opensandbox.driver import ClientFactory, MachineBase
+from harness.machines.opensandbox.machine import make_machine
 from mockserver.admin.client import AdminClient
 from mockserver.asgi import clients
 
 if TYPE_CHECKING:
-    from harness.machines.opensandbox.driver import ClientFactory, MachineBase
     from harness.reporting.mutation import Kill
 
 __all__ = ["MUTANT_SEEDS", "check_mock", "http_clients", "kills_mutant", "machine_settings", "run_machine"]
@@ -76,8 +77,6 @@ def check_mock(
     seed: int | None = None,
 ) -> BaseException | None:
     """Serve ``mock`` (a ``MockCore``) on a loopback socket, run the machine on it, return the failure or None."""
-    from harness.machines.opensandbox.machine import make_machine  # that module re-exports this one
-
     with mock.server() as server:
         admin = AdminClient(server.url)
         try:
@@ -100,11 +99,11 @@ def kills_mutant(
 ) -> Kill | None:
     """Return what kills a wrong mock (a judge for :mod:`harness.reporting.mutation`), or None when it survives.
 
-    ``factory()`` builds the mock; its ``operation`` attribute, when present, picks the rule group aimed at it.
+    ``factory()`` builds the mock; its ``caught_by`` attribute, when present, picks the rule group aimed at it.
     Each seed runs at most ``examples`` programs of 10 steps, no shrinking, in a default-mode ledger; the first
     run that fails names the kill, else a choice seen differing does.
     """
-    operation = getattr(factory, "operation", "state-machine")
+    operation = getattr(factory, "caught_by", "state-machine")
     quick = machine_settings(settings(max_examples=examples, database=None), steps=10, shrink=False)
     found: Kill | None = None
     for seed in seeds:

@@ -1,6 +1,6 @@
 """Checks of the TensorLake API machine's answers: status, code, SandboxInfo, rollback; behaviour apart from form.
 
-:class:`AnswerChecks` compares one answer with the model's prediction. Behaviour is checked apart from
+:class:`Answers` compares one answer with the model's prediction. Behaviour is checked apart from
 representation: whether a request is accepted or refused, the status a SandboxInfo shows, its policy compared
 by what it decides, its exposed ports as a set and its flags are ``spec`` (the networking page) or
 ``observed`` (the real SDK's needs and the wire notes); the exact status among equivalent ones, the error
@@ -29,13 +29,13 @@ from harness.machines.tensorlake.compare import (
     normalise_info,
     normalise_policy,
 )
-from harness.machines.tensorlake.driver import SUITE, MachineBase, SandboxHandle
+from harness.machines.tensorlake.driver import SUITE, SandboxHandle, Session
 from harness.policy.tensorlake.behaviour import behaviour_difference
 from harness.strength import Contract, choice, observed, spec
 from harness.strength.observations import capture, published
 from mockserver.tensorlake.model.records import ROUTABLE
 
-__all__ = ["CONTRACTS", "REFUSALS", "AnswerChecks", "data_code", "policy_difference", "refusal_contract"]
+__all__ = ["CONTRACTS", "REFUSALS", "Answers", "data_code", "policy_difference", "refusal_contract"]
 
 #: The contracts this module checks, by name.
 CONTRACTS: dict[str, Contract] = {}
@@ -252,10 +252,13 @@ def refusal_contract(code: str | None) -> Contract:
     return REFUSALS.get(code or "", REQUEST_VALIDATION)
 
 
-class AnswerChecks(MachineBase):
-    """Check answers against the model's predictions (the machine's plumbing lives in :class:`MachineBase`)."""
+class Answers:
+    """Check answers against the model's predictions; the exchange with the target is ``session``'s."""
 
-    def _check(
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def check(
         self,
         rule: str,
         response: httpx.Response,
@@ -276,7 +279,7 @@ class AnswerChecks(MachineBase):
         SandboxInfo for a 404 mean the same; with the admin API the exact one is a choice. A decision that differs
         only from sandproof's choice sets ``book.diverged``: the caller retires the sandbox.
         """
-        self.book.diverged = False
+        self.session.book.diverged = False
         where = f"{response.request.method} {response.request.url.path}"
         evidence = f"{where} -> {response.status_code}: {response.text[:300]}"
         status = response.status_code
@@ -288,7 +291,7 @@ class AnswerChecks(MachineBase):
                 equivalent |= set(group)
         refused = all(c.status >= 400 for c in candidates)
         judged = (refusal or refusal_contract(expected.code)) if refused else contract
-        if status >= 500 and not self.book.fault_armed and all(c.status < 500 for c in candidates):
+        if status >= 500 and not self.session.book.fault_armed and all(c.status < 500 for c in candidates):
             hold(
                 contract,
                 False,
@@ -296,11 +299,11 @@ class AnswerChecks(MachineBase):
                 f"{where} -> {status} without an injected fault: {response.text[:300]!r}",
                 evidence,
             )
-            self.book.diverged = True
+            self.session.book.diverged = True
             return json_body(response)
         if 404 in exact and status == 200 and _terminated(response):
             hold(judged, True, rule, "")
-            if self.strict:
+            if self.session.strict:
                 hold(EXACT_STATUS, False, rule, f"{where}: a deleted sandbox reads terminated, not 404", evidence)
             return None
         if status not in equivalent:
@@ -315,11 +318,11 @@ class AnswerChecks(MachineBase):
             hold(
                 breached, False, rule, f"{where} -> {status}, the model says {says}: {response.text[:300]!r}", evidence
             )
-            self.book.diverged = (status < 400) != (expected.status < 400)
+            self.session.book.diverged = (status < 400) != (expected.status < 400)
             return json_body(response)
         hold(judged, True, rule, "")
         data = json_body(response)
-        if self.strict:
+        if self.session.strict:
             says = " or ".join(str(s) for s in sorted(exact))
             hold(EXACT_STATUS, status in exact, rule, f"{where} -> {status}, the model says {says}", evidence)
             chosen = next((c for c in candidates if c.status == status), expected)
@@ -334,20 +337,20 @@ class AnswerChecks(MachineBase):
                 )
         return data
 
-    def _observe(self, rule: str, response: httpx.Response, data: Any, expected: Any) -> None:
+    def observe(self, rule: str, response: httpx.Response, data: Any, expected: Any) -> None:
         """Check one SandboxInfo answer: SDK shape, URLs, policy history and the model's view of it."""
         where = f"{response.request.method} {response.request.url.path}"
         problem = info_shape_problem(data)
         if not hold(SANDBOX_INFO_SHAPE, problem is None, rule, f"{where}: unusable SandboxInfo: {problem}"):
             return
-        actual = normalise_info(data, self._id_of)
-        self._check_urls(rule, where, data)
-        self._check_history(rule, where, actual)
-        self._compare(rule, where, expected, actual)
+        actual = normalise_info(data, self.session.id_of)
+        self.check_urls(rule, where, data)
+        self.check_history(rule, where, actual)
+        self.compare(rule, where, expected, actual)
 
-    def _compare(self, rule: str, where: str, expected: Json, actual: Json) -> None:
+    def compare(self, rule: str, where: str, expected: Json, actual: Json) -> None:
         """Compare a SandboxInfo with the model's: behaviour field by field, then (admin API) the whole body."""
-        alias = self._alias(str(expected.get("id")))
+        alias = self.session.alias(str(expected.get("id")))
         want, got = core_view(expected), core_view(actual)
         behaviour = policy_difference(want["network_policy"], got["network_policy"])
         hold(
@@ -366,19 +369,19 @@ class AnswerChecks(MachineBase):
         fields = ("id", "status", "name", "auto_resume")
         found = diff({k: want[k] for k in fields}, {k: got[k] for k in fields})
         hold(LIFECYCLE_FIELDS, found is None, rule, f"{where}: {alias} differs from the model at {found}")
-        if self.strict:
+        if self.session.strict:
             found = diff(expected.get("network_policy"), actual.get("network_policy"), "$.network_policy")
             hold(STORED_POLICY_FORM, found is None, rule, f"{where}: {alias} stores its policy otherwise: {found}")
             rest = {k: v for k, v in expected.items() if k != "network_policy"}
             found = diff(rest, {k: v for k, v in actual.items() if k != "network_policy"})
             hold(SANDBOX_INFO_EXACT, found is None, rule, f"{where}: {alias} differs from the model at {found}")
 
-    def _check_urls(self, rule: str, where: str, data: Json) -> None:
+    def check_urls(self, rule: str, where: str, data: Json) -> None:
         status, url = data.get("status"), data.get("sandbox_url")
         hold(
             URL_WHEN_RUNNING, status != "running" or bool(url), rule, f"{where}: a running sandbox without sandbox_url"
         )
-        if self.strict:
+        if self.session.strict:
             hold(
                 URL_ONLY_WHEN_ROUTABLE,
                 (url is not None) == (status in ROUTABLE),
@@ -386,14 +389,14 @@ class AnswerChecks(MachineBase):
                 f"{where}: sandbox_url {url!r} for a sandbox that is {status}",
             )
         if isinstance(data.get("ingress_endpoint"), str):
-            self.book.ingress_endpoint = data["ingress_endpoint"]
-        handle = self._handle_of(self._id_of(str(data.get("id", data.get("sandbox_id")))))
+            self.session.book.ingress_endpoint = data["ingress_endpoint"]
+        handle = self.session.handle_of(self.session.id_of(str(data.get("id", data.get("sandbox_id")))))
         if handle is not None and isinstance(url, str) and url:
             handle.sandbox_url = url
 
-    def _check_history(self, rule: str, where: str, actual: Json) -> None:
+    def check_history(self, rule: str, where: str, actual: Json) -> None:
         """Every policy a GET shows decides like one an accepted create or PATCH set for that sandbox."""
-        seen = self.book.history.get(str(actual.get("id")))
+        seen = self.session.book.history.get(str(actual.get("id")))
         if seen is None:
             return
         policy = actual.get("network_policy")
@@ -402,24 +405,24 @@ class AnswerChecks(MachineBase):
             POLICY_KEPT,
             known,
             rule,
-            f"{where}: {self._alias(str(actual.get('id')))} shows network_policy {policy!r}, which decides unlike "
+            f"{where}: {self.session.alias(str(actual.get('id')))} shows network_policy {policy!r}, which decides unlike "
             f"every policy an accepted create or PATCH set (accepted: {seen!r})",
         )
 
-    def _snapshot(self, rule: str, sb: SandboxHandle) -> tuple[int, Any]:
+    def snapshot(self, rule: str, sb: SandboxHandle) -> tuple[int, Any]:
         """Return the target's own GET of a sandbox (status, normalised view) without asking the model."""
-        response = self._send(rule, "GET", f"/sandboxes/{sb.target_id}")
+        response = self.session.send(rule, "GET", f"/sandboxes/{sb.target_id}")
         data: Any = None
         if response.status_code == 200:
             try:
-                data = normalise_info(response.json(), self._id_of)
+                data = normalise_info(response.json(), self.session.id_of)
             except ValueError:
                 data = response.text
         return response.status_code, data
 
-    def _unchanged(self, rule: str, sb: SandboxHandle, before: tuple[int, Any], contract: Contract) -> None:
+    def unchanged(self, rule: str, sb: SandboxHandle, before: tuple[int, Any], contract: Contract) -> None:
         """Check that a refused request changed nothing: the behaviour under ``contract``, the whole body as a choice."""
-        after = self._snapshot(rule, sb)
+        after = self.snapshot(rule, sb)
         if before[0] != after[0]:
             hold(contract, False, rule, f"a rejected request changed {sb.alias}: GET status {before[0]} -> {after[0]}")
             return
@@ -434,7 +437,7 @@ class AnswerChecks(MachineBase):
             {k: v for k, v in now.items() if k != "network_policy"},
         )
         hold(contract, found is None, rule, f"a rejected request changed {sb.alias}: {found}")
-        if self.strict:
+        if self.session.strict:
             found = diff(old, new)
             hold(SANDBOX_INFO_EXACT, found is None, rule, f"a rejected request changed {sb.alias}: {found}")
 

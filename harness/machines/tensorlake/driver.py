@@ -1,10 +1,11 @@
 """The TensorLake API machine's base: rule groups, per-class config, bookkeeping and HTTP plumbing.
 
-:class:`MachineBase` opens a client per example, resets the target (with the admin API), keeps the oracle and
-the id map, sends requests and retires a sandbox whose state the model can no longer follow; the answer checks
-live in :mod:`harness.machines.tensorlake.answers`, the steps rules share in
-:mod:`harness.machines.tensorlake.steps` and :mod:`harness.machines.tensorlake.ingress`, the rules in
-:mod:`harness.machines.tensorlake.machine`.
+:class:`Session` is one example's exchange with the target: it opens a client, resets the target (with the admin
+API), keeps the oracle and the id map, sends requests and retires a sandbox whose state the model can no longer
+follow. The machine is composed, not inherited: :class:`~harness.machines.tensorlake.machine.TensorLakeAPIMachine`
+holds a session, its :class:`~harness.machines.tensorlake.answers.Answers` (the answer checks), its
+:class:`~harness.machines.tensorlake.ingress.Ingress` and its :class:`~harness.machines.tensorlake.steps.Steps`
+(the procedures rules share), each given the parts it uses.
 
 Every check is a tagged contract of suite ``tensorlake-api``: here the transport (``answers``) and sandproof's
 admin API (``admin_api``, a choice); the others in the modules that check them.
@@ -18,10 +19,9 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
-from hypothesis.stateful import RuleBasedStateMachine
 
 from harness.machines.common import Handle, add_contract, hold, when_enabled
 from harness.machines.tensorlake.compare import (
@@ -48,9 +48,9 @@ __all__ = [
     "OPERATIONS",
     "SUITE",
     "HttpFactory",
-    "MachineBase",
     "MachineConfig",
     "SandboxHandle",
+    "Session",
     "when_enabled",
 ]
 
@@ -157,14 +157,12 @@ class _Book:
     retired: set[str] = field(default_factory=set)
 
 
-class MachineBase(RuleBasedStateMachine):
-    """Hold a machine's config, client, oracle and bookkeeping, and check answers (rules live in subclasses)."""
+class Session:
+    """One example's exchange with the target: its config, client, oracle, id map and bookkeeping, and the
+    plumbing every step uses (send, settle, retire); :meth:`close` at the end of the example."""
 
-    config: ClassVar[MachineConfig]
-
-    def __init__(self) -> None:
-        super().__init__()
-        config = self.config
+    def __init__(self, config: MachineConfig) -> None:
+        self.config = config
         self.client = config.http_factory()
         self.strict = config.strict
         self.key = config.api_key or _bearer(self.client) or DEFAULT_KEY
@@ -173,13 +171,13 @@ class MachineBase(RuleBasedStateMachine):
         resolve: Resolve
         keys: KeyRing | None = None
         if config.admin is not None:
-            self.book.clock_mode = self._clock_mode()
+            self.book.clock_mode = self.clock_mode()
             config.admin.reset()
             config.admin.set_clock_mode("manual")
             config.admin.set_dns(DNS_ENTRIES, "synthetic")
             clock = VirtualClock("manual", start=config.admin.now())
             resolve = DnsTable(DNS_ENTRIES).resolve
-            keys = self._target_keys()
+            keys = self.target_keys()
             self.prefix = ""
         else:
             clock = VirtualClock("manual")
@@ -189,7 +187,7 @@ class MachineBase(RuleBasedStateMachine):
 
     # -- plumbing ------------------------------------------------------------------------------------------
 
-    def _target_keys(self) -> KeyRing | None:
+    def target_keys(self) -> KeyRing | None:
         """Return the API keys the target accepts, from its admin API (None when it does not say)."""
         try:
             response = self.client.get(KEYS_PATH)
@@ -203,7 +201,7 @@ class MachineBase(RuleBasedStateMachine):
             return KeyRing.of(keys)
         return None
 
-    def _clock_mode(self) -> str | None:
+    def clock_mode(self) -> str | None:
         try:
             data = self.client.get("/_mock/clock").json()
         except (httpx.HTTPError, ValueError):
@@ -211,27 +209,27 @@ class MachineBase(RuleBasedStateMachine):
         mode = data.get("mode") if isinstance(data, dict) else None
         return mode if isinstance(mode, str) else None
 
-    def _id_of(self, target_id: str) -> str:
+    def id_of(self, target_id: str) -> str:
         return self.ids.get(target_id, f"unmapped:{target_id}")
 
-    def _alias(self, model_id: str) -> str:
+    def alias(self, model_id: str) -> str:
         return next((h.alias for h in self.book.handles if h.model_id == model_id), model_id)
 
-    def _handle_of(self, model_id: str) -> SandboxHandle | None:
+    def handle_of(self, model_id: str) -> SandboxHandle | None:
         return next((h for h in self.book.handles if h.model_id == model_id), None)
 
-    def _name(self, name: Name) -> str:
+    def name(self, name: Name) -> str:
         return self.prefix + name.word if name.valid else name.word
 
-    def _wire(self, body: Json) -> Json:
+    def wire(self, body: Json) -> Json:
         out = dict(body)
         if isinstance(out.get("name"), Name):
-            out["name"] = self._name(out["name"])
+            out["name"] = self.name(out["name"])
         if not self.strict and isinstance(out.get("timeout_secs"), int):
             out["timeout_secs"] = LENIENT_TIMEOUT
         return out
 
-    def _send(
+    def send(
         self,
         rule: str,
         method: str,
@@ -260,7 +258,7 @@ class MachineBase(RuleBasedStateMachine):
         hold(ANSWERS, True, rule, "")
         return response
 
-    def _retire(self, sb: SandboxHandle) -> None:
+    def retire(self, sb: SandboxHandle) -> None:
         """Delete a sandbox whose state the model can no longer follow, on the target and in the model."""
         with suppress(httpx.HTTPError):
             self.client.delete(f"/sandboxes/{sb.target_id}")
@@ -268,13 +266,13 @@ class MachineBase(RuleBasedStateMachine):
         self.book.retired.add(sb.model_id)
         self.book.listing_dirty = True
 
-    def _settle(self, sb: SandboxHandle) -> None:
+    def settle(self, sb: SandboxHandle) -> None:
         """Wait (lenient mode) until the target's sandbox leaves a transitional status."""
         if self.strict:
             return
         deadline = time.monotonic() + self.config.settle_timeout
         while time.monotonic() < deadline:
-            response = self._send("settle", "GET", f"/sandboxes/{sb.target_id}")
+            response = self.send("settle", "GET", f"/sandboxes/{sb.target_id}")
             try:
                 data = response.json() if response.status_code == 200 else None
             except ValueError:
@@ -283,7 +281,7 @@ class MachineBase(RuleBasedStateMachine):
                 return
             time.sleep(1.0)
 
-    def _policy_accepted(self, model_id: str) -> None:
+    def policy_accepted(self, model_id: str) -> None:
         sb = self.oracle.lookup(model_id)
         policy = None if sb is None or sb.network is None else sb.network.to_json()
         history = self.book.history.setdefault(model_id, [])

@@ -21,9 +21,9 @@ from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
 from harness.machines.common import add_contract, hold
-from harness.machines.tensorlake.answers import AnswerChecks
+from harness.machines.tensorlake.answers import Answers
 from harness.machines.tensorlake.compare import Expected
-from harness.machines.tensorlake.driver import ADMIN_API, LOOPBACK, SUITE, SandboxHandle
+from harness.machines.tensorlake.driver import ADMIN_API, LOOPBACK, SUITE, SandboxHandle, Session
 from harness.machines.tensorlake.oracle import Proxied
 from harness.strength import Contract, choice, observed, spec
 from harness.strength.observations import capture, published
@@ -31,7 +31,7 @@ from mockserver.tensorlake.model import MANAGEMENT_PORT, SESSION_COOKIES
 from mockserver.tensorlake.model.auth import parse_cookies
 from mockserver.tensorlake.routes.echo import REQUEST_MESSAGE
 
-__all__ = ["CONTRACTS", "INGRESS_ADMISSION", "WEBSOCKET_UPGRADE", "IngressSteps"]
+__all__ = ["CONTRACTS", "INGRESS_ADMISSION", "WEBSOCKET_UPGRADE", "Ingress"]
 
 OTHER_KEY = "sandproof-other-key"
 DEFAULT_INGRESS_DOMAIN = "sandbox.localhost"
@@ -120,18 +120,22 @@ WEBSOCKET_UPGRADE = add_contract(
 )
 
 
-class IngressSteps(AnswerChecks):
+class Ingress:
     """Send proxied requests (HTTP and WebSocket) with each kind of credentials and check them."""
+
+    def __init__(self, session: Session, answers: Answers) -> None:
+        self.session = session
+        self.answers = answers
 
     # -- ingress ---------------------------------------------------------------------------------------------
 
-    def _session_token(self) -> str:
+    def session_token(self) -> str:
         """Return a valid session token (minted through the admin API), or a bogus one without it."""
-        if self.config.admin is None:
+        if self.session.config.admin is None:
             return "sandproof-bogus-session"
-        if self.book.session is None:
-            body = {"api_key": self.key, "organization_id": ORGANIZATION, "project_id": PROJECT}
-            response = self.client.post("/_mock/tensorlake/sessions", json=body)
+        if self.session.book.session is None:
+            body = {"api_key": self.session.key, "organization_id": ORGANIZATION, "project_id": PROJECT}
+            response = self.session.client.post("/_mock/tensorlake/sessions", json=body)
             if not hold(
                 ADMIN_API,
                 response.status_code == 201,
@@ -140,58 +144,58 @@ class IngressSteps(AnswerChecks):
             ):
                 return "sandproof-bogus-session"  # the oracle knows no session either: both refuse it
             token = str(response.json()["token"])
-            self.oracle.add_session(token, body)
-            self.book.session = token
-        return self.book.session
+            self.session.oracle.add_session(token, body)
+            self.session.book.session = token
+        return self.session.book.session
 
-    def _credentials(self, auth: str) -> tuple[str | None, dict[str, str], dict[str, str]]:
+    def credentials(self, auth: str) -> tuple[str | None, dict[str, str], dict[str, str]]:
         """Return (bearer key, cookies, query) for an ingress auth mode."""
         cookies = {"app": "1"}
         query = {"x": "1"}
         project = {"organizationId": ORGANIZATION, "projectId": PROJECT}
         if auth == "key":
-            return self.key, {**cookies, SESSION_COOKIES[0]: "stale"}, query
+            return self.session.key, {**cookies, SESSION_COOKIES[0]: "stale"}, query
         if auth == "other-key":
             return OTHER_KEY, cookies, query
         if auth == "session":
-            return None, {SESSION_COOKIES[0]: self._session_token(), **cookies}, {**query, **project}
+            return None, {SESSION_COOKIES[0]: self.session_token(), **cookies}, {**query, **project}
         if auth == "legacy-session":
-            return None, {**cookies, SESSION_COOKIES[1]: self._session_token()}, {**query, **project}
+            return None, {**cookies, SESSION_COOKIES[1]: self.session_token()}, {**query, **project}
         if auth == "session-no-project":
-            return None, {**cookies, SESSION_COOKIES[0]: self._session_token()}, query
+            return None, {**cookies, SESSION_COOKIES[0]: self.session_token()}, query
         return None, cookies, query
 
-    def _ingress_url(self, label: str, port: int, path: str) -> tuple[str, dict[str, str]]:
-        endpoint = urlsplit(self.book.ingress_endpoint or "")
+    def ingress_url(self, label: str, port: int, path: str) -> tuple[str, dict[str, str]]:
+        endpoint = urlsplit(self.session.book.ingress_endpoint or "")
         domain = endpoint.hostname or DEFAULT_INGRESS_DOMAIN
         host = label if port == MANAGEMENT_PORT else f"{port}-{label}"
-        base = str(self.client.base_url).rstrip("/")
+        base = str(self.session.client.base_url).rstrip("/")
         parts = urlsplit(base)
         if (parts.hostname or "") in LOOPBACK:
             suffix = f":{endpoint.port or parts.port}" if (endpoint.port or parts.port) else ""
             return base + path, {"host": f"{host}.{domain}{suffix}"}
         return f"{endpoint.scheme or parts.scheme}://{host}.{domain}{path}", {}
 
-    def _ingress_once(self, sb: SandboxHandle, port: int, auth: str, by_name: bool) -> bool:
+    def ingress_once(self, sb: SandboxHandle, port: int, auth: str, by_name: bool) -> bool:
         """Send one proxied request (and a WebSocket) and check them; False when the sandbox is gone or unknowable."""
-        record = self.oracle.lookup(sb.model_id)
+        record = self.session.oracle.lookup(sb.model_id)
         named = by_name and record is not None and record.name is not None
         label_model = record.name if named and record is not None and record.name else sb.model_id
         label_target = label_model if named else sb.target_id
-        key, cookies, query = self._credentials(auth)
-        proxied = self.oracle.admit(label_model, port, key, cookies, query)
+        key, cookies, query = self.credentials(auth)
+        proxied = self.session.oracle.admit(label_model, port, key, cookies, query)
         path = "/api/v1/health" if port == MANAGEMENT_PORT else "/sandproof/echo"
-        url, headers = self._ingress_url(label_target, port, path)
+        url, headers = self.ingress_url(label_target, port, path)
         headers["cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
         if key is not None:
             headers["authorization"] = f"Bearer {key}"
-        response = self._send("ingress", "GET", url, params=query, headers=headers, anonymous=True)
-        if proxied.woke and not self.strict:
-            self._settle(sb)
+        response = self.session.send("ingress", "GET", url, params=query, headers=headers, anonymous=True)
+        if proxied.woke and not self.session.strict:
+            self.session.settle(sb)
             return False
         where = f"{auth} request for port {port} of {sb.alias}{' by name' if named else ''}"
         if proxied.expected is not None:
-            self._check(
+            self.answers.check(
                 "ingress",
                 response,
                 proxied.expected,
@@ -199,10 +203,10 @@ class IngressSteps(AnswerChecks):
                 loose=PROXY_REFUSALS,
                 refusal=INGRESS_ADMISSION,
             )
-            if self.strict and port != MANAGEMENT_PORT:
-                self._websocket_once(where, label_model, port, url, headers, query)
+            if self.session.strict and port != MANAGEMENT_PORT:
+                self.websocket_once(where, label_model, port, url, headers, query)
             return record is not None
-        if not self.strict:
+        if not self.session.strict:
             hold(
                 INGRESS_ADMISSION,
                 response.status_code not in PROXY_REFUSALS,
@@ -211,7 +215,7 @@ class IngressSteps(AnswerChecks):
                 f"GET {url} -> {response.status_code}: {response.text[:300]}",
             )
             return True
-        data = self._check("ingress", response, Expected(200), INGRESS_ADMISSION)
+        data = self.answers.check("ingress", response, Expected(200), INGRESS_ADMISSION)
         if response.status_code != 200:
             return True
         if port == MANAGEMENT_PORT:
@@ -222,11 +226,11 @@ class IngressSteps(AnswerChecks):
                 f"{where}: the management API answered {data!r}",
             )
             return True
-        self._check_echo(where, sb, port, path, query, headers, proxied, data)
-        self._websocket_once(where, label_model, port, url, headers, query)
+        self.check_echo(where, sb, port, path, query, headers, proxied, data)
+        self.websocket_once(where, label_model, port, url, headers, query)
         return True
 
-    def _check_echo(
+    def check_echo(
         self,
         where: str,
         sb: SandboxHandle,
@@ -260,7 +264,7 @@ class IngressSteps(AnswerChecks):
             PATH_QUERY_KEPT, got_query == dict(query), rule, f"{where}: the query reached the sandbox as {got_query!r}"
         )
         assert proxied.admission is not None
-        forwarded = self.oracle.forwarded(headers, proxied.admission)
+        forwarded = self.session.oracle.forwarded(headers, proxied.admission)
         kept = parse_cookies(forwarded.get("cookie"))
         hold(
             COOKIE_STRIPPED,
@@ -280,7 +284,7 @@ class IngressSteps(AnswerChecks):
 
     # -- WebSockets ------------------------------------------------------------------------------------------
 
-    def _open_websocket(self, url: str, headers: Mapping[str, str], query: Mapping[str, str]) -> ClientConnection:
+    def open_websocket(self, url: str, headers: Mapping[str, str], query: Mapping[str, str]) -> ClientConnection:
         """Open a WebSocket to ``url`` with the request's headers (routed by Host on loopback); raise when refused."""
         parts = urlsplit(url)
         sent = {k: v for k, v in headers.items() if k != "host" and v}
@@ -295,16 +299,16 @@ class IngressSteps(AnswerChecks):
             sock.close()
             raise
 
-    def _websocket_once(
+    def websocket_once(
         self, where: str, label: str, port: int, url: str, headers: Mapping[str, str], query: Mapping[str, str]
     ) -> None:
         """Open a WebSocket with the HTTP request's credentials: it opens and echoes exactly when the proxy forwards."""
         key = headers.get("authorization", "").removeprefix("Bearer ") or None
-        proxied = self.oracle.admit(label, port, key, parse_cookies(headers.get("cookie")), query)
+        proxied = self.session.oracle.admit(label, port, key, parse_cookies(headers.get("cookie")), query)
         if proxied.woke:
             return  # the HTTP request should have woken it already: the two disagree, which the states show
         try:
-            ws = self._open_websocket(url, headers, query)
+            ws = self.open_websocket(url, headers, query)
         except (OSError, WebSocketException) as exc:
             hold(
                 WEBSOCKET_UPGRADE,
@@ -321,11 +325,11 @@ class IngressSteps(AnswerChecks):
                 f"{where}: the WebSocket opened; the proxy refuses the same request ({proxied.expected})",
             ):
                 return
-            hold(WEBSOCKET_UPGRADE, self._echoes(ws, "sandproof"), "ingress", f"{where}: the WebSocket does not echo")
-            if self.strict and proxied.admission is not None:
-                self._check_handshake(f"{where} (WebSocket)", ws, headers, proxied)
+            hold(WEBSOCKET_UPGRADE, self.echoes(ws, "sandproof"), "ingress", f"{where}: the WebSocket does not echo")
+            if self.session.strict and proxied.admission is not None:
+                self.check_handshake(f"{where} (WebSocket)", ws, headers, proxied)
 
-    def _check_handshake(self, where: str, ws: ClientConnection, headers: Mapping[str, str], proxied: Proxied) -> None:
+    def check_handshake(self, where: str, ws: ClientConnection, headers: Mapping[str, str], proxied: Proxied) -> None:
         """Check what reached the echo app with the WebSocket handshake: the cookies and Authorization the
         model's proxy passes on (the session cookie and the project key removed), as for an HTTP request."""
         try:
@@ -338,7 +342,9 @@ class IngressSteps(AnswerChecks):
         if not hold(WEBSOCKET_UPGRADE, isinstance(seen, dict), "ingress", f"{where}: the echo app answered {data!r}"):
             return
         assert isinstance(seen, dict) and proxied.admission is not None
-        forwarded = self.oracle.forwarded({k: v for k, v in headers.items() if k != "host" and v}, proxied.admission)
+        forwarded = self.session.oracle.forwarded(
+            {k: v for k, v in headers.items() if k != "host" and v}, proxied.admission
+        )
         kept = parse_cookies(forwarded.get("cookie"))
         hold(
             COOKIE_STRIPPED,
@@ -356,7 +362,7 @@ class IngressSteps(AnswerChecks):
             )
 
     @staticmethod
-    def _echoes(ws: ClientConnection, message: str) -> bool:
+    def echoes(ws: ClientConnection, message: str) -> bool:
         """Tell whether the echo app answers ``message`` on ``ws``."""
         try:
             ws.send(message)

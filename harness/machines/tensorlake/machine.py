@@ -34,10 +34,9 @@ proxy forwards) is ``spec`` or ``observed``; representation (the exact status am
 codes, the stored policy form, the rest of the body) is ``choice``. A check that fails the run raises
 :class:`ContractViolation` naming the rule, with the contract attached; a differing choice is recorded in the
 test's ledger and the machine goes on. Hypothesis shrinks a failure to a minimal program
-and prints it (the costly ``explain`` phase is skipped), and :func:`run_machine` adds the seed and the
-command line that replays it. :func:`check_mock` runs the machine against an in-process mock object, and
-:func:`kills_mutant` is the judge :mod:`harness.reporting.mutation` takes for wrong mocks (what killed one, by
-contract and strength).
+and prints it (the costly ``explain`` phase is skipped). Running it (seeded runs with a replay line, runs
+against an in-process mock, the judge of wrong mocks) is :mod:`harness.machines.tensorlake.run`, which imports
+this module and never the other way round.
 
 Layout: :mod:`harness.machines.tensorlake.compare` (predictions, normalisation, diffs),
 :mod:`harness.machines.tensorlake.requests` (request strategies), :mod:`harness.machines.tensorlake.probes` (probe
@@ -45,20 +44,20 @@ destinations and predictions, SSE, resolvers), :mod:`harness.machines.tensorlake
 :mod:`harness.machines.tensorlake.driver` (rule groups, config, HTTP plumbing), :mod:`harness.machines.tensorlake.answers`
 (the answer checks), :mod:`harness.machines.tensorlake.ingress` and :mod:`harness.machines.tensorlake.steps` (the steps
 rules share) and :mod:`harness.machines.tensorlake.run` (clients, settings, seeded runs, mock and mutant
-runs); this module holds the rules and :func:`make_machine`, and re-exports the public names.
+runs); this module holds the rules and :func:`make_machine`, and re-exports the names the rules are made of.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, initialize, invariant, multiple, precondition, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule
 
 from harness.machines.common import add_contract, hold
-from harness.machines.tensorlake.answers import NOT_FOUND
+from harness.machines.tensorlake.answers import NOT_FOUND, Answers
 from harness.machines.tensorlake.compare import ANY as _ANY
 from harness.machines.tensorlake.compare import ContractViolation, Expected, Json, normalise_info
 from harness.machines.tensorlake.driver import (
@@ -70,8 +69,10 @@ from harness.machines.tensorlake.driver import (
     HttpFactory,
     MachineConfig,
     SandboxHandle,
+    Session,
 )
 from harness.machines.tensorlake.driver import when_enabled as _on
+from harness.machines.tensorlake.ingress import Ingress
 from harness.machines.tensorlake.oracle import Oracle
 from harness.machines.tensorlake.probes import (
     DNS_ENTRIES,
@@ -96,16 +97,7 @@ from harness.machines.tensorlake.requests import (
     patch_bodies,
     seed_bodies,
 )
-from harness.machines.tensorlake.run import (
-    MUTANT_SEEDS,
-    check_mock,
-    http_clients,
-    kill_plan,
-    kills_mutant,
-    machine_settings,
-    run_machine,
-)
-from harness.machines.tensorlake.steps import MachineSteps
+from harness.machines.tensorlake.steps import Steps
 from harness.strength import Contract, observed
 from harness.strength.observations import capture
 from mockserver.admin.client import AdminClient
@@ -116,7 +108,6 @@ __all__ = [
     "CONTRACTS",
     "DEFAULT_KEY",
     "DNS_ENTRIES",
-    "MUTANT_SEEDS",
     "OPERATIONS",
     "ContractViolation",
     "Expected",
@@ -128,18 +119,12 @@ __all__ = [
     "RunResult",
     "SandboxHandle",
     "TensorLakeAPIMachine",
-    "check_mock",
     "default_resolve",
     "destinations",
     "expect_probe",
-    "http_clients",
-    "kill_plan",
-    "kills_mutant",
-    "machine_settings",
     "make_machine",
     "normalise_info",
     "parse_sse",
-    "run_machine",
     "system_resolve",
 ]
 
@@ -159,70 +144,84 @@ DELETE_ANSWER = add_contract(
 )
 
 
-class TensorLakeAPIMachine(MachineSteps):
-    """Drive a TensorLake server and compare every answer with the model (configure via :func:`make_machine`)."""
+class TensorLakeAPIMachine(RuleBasedStateMachine):
+    """Drive a TensorLake server and compare every answer with the model (configure via :func:`make_machine`).
 
+    Each example gets a :class:`Session` and the parts made on it: :class:`Answers`, :class:`Ingress` (``proxy``)
+    and :class:`Steps`; the rules below call them.
+    """
+
+    config: ClassVar[MachineConfig]
     sandboxes = Bundle("sandboxes")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session = Session(self.config)
+        self.answers = Answers(self.session)
+        self.proxy = Ingress(self.session, self.answers)  # `ingress` is a rule's name
+        self.steps = Steps(self.session, self.answers, self.proxy)
 
     # -- lifecycle rules -----------------------------------------------------------------------------------
 
     @initialize(target=sandboxes, body=seed_bodies(named=True))
     def seed_named(self, body: Json) -> Any:
         """Start with a named sandbox that has a policy."""
-        return self._create("seed_named", body)
+        return self.steps.create("seed_named", body)
 
     @initialize(target=sandboxes, body=seed_bodies(named=False))
     def seed_ephemeral(self, body: Json) -> Any:
         """Start with an ephemeral sandbox that has a policy."""
-        return self._create("seed_ephemeral", body)
+        return self.steps.create("seed_ephemeral", body)
 
     @precondition(_on("create"))
     @rule(target=sandboxes, body=create_bodies())
     def create(self, body: Json) -> Any:
         """Create a sandbox (valid or invalid body) and compare the answer with the model."""
-        return self._create("create", body)
+        return self.steps.create("create", body)
 
     @precondition(_on("create_named_like"))
     @rule(target=sandboxes, sb=sandboxes, body=create_bodies())
     def create_named_like(self, sb: SandboxHandle, body: Json) -> Any:
         """Create a sandbox with the name another one has (409) or had before it was deleted (free again)."""
-        record = self.oracle.model.sandboxes.get(sb.model_id) or self.oracle.model.archive.get(sb.model_id)
+        record = self.session.oracle.model.sandboxes.get(sb.model_id) or self.session.oracle.model.archive.get(
+            sb.model_id
+        )
         if record is None or record.name is None:
             return multiple()
-        return self._create("create_named_like", {**body, "name": record.name})
+        return self.steps.create("create_named_like", {**body, "name": record.name})
 
     @precondition(_on("get"))
     @rule(sb=sandboxes)
     def get(self, sb: SandboxHandle) -> None:
         """Read a sandbox by id."""
-        expected = self.oracle.get(sb.model_id)
-        response = self._send("get", "GET", f"/sandboxes/{sb.target_id}")
-        data = self._check("get", response, expected, NOT_FOUND)
+        expected = self.session.oracle.get(sb.model_id)
+        response = self.session.send("get", "GET", f"/sandboxes/{sb.target_id}")
+        data = self.answers.check("get", response, expected, NOT_FOUND)
         if expected.status == 200:
-            self._observe("get", response, data, expected.body)
+            self.answers.observe("get", response, data, expected.body)
 
     @precondition(_on("get_by_name"))
     @rule(name=st.sampled_from(tuple(Name(w) for w in WORDS)))
     def get_by_name(self, name: Name) -> None:
         """Read a sandbox by name (404 for a name no live sandbox holds)."""
-        ident = self._name(name)
-        expected = self.oracle.get(ident)
-        response = self._send("get_by_name", "GET", f"/sandboxes/{ident}")
-        data = self._check("get_by_name", response, expected, NOT_FOUND)
+        ident = self.session.name(name)
+        expected = self.session.oracle.get(ident)
+        response = self.session.send("get_by_name", "GET", f"/sandboxes/{ident}")
+        data = self.answers.check("get_by_name", response, expected, NOT_FOUND)
         if expected.status == 200:
-            self._observe("get_by_name", response, data, expected.body)
+            self.answers.observe("get_by_name", response, data, expected.body)
 
     @precondition(_on("list_sandboxes"))
     @rule()
     def list_sandboxes(self) -> None:
         """List the sandboxes and compare membership and items with the model."""
-        self._compare_listing("list_sandboxes")
+        self.steps.compare_listing("list_sandboxes")
 
     @precondition(_on("update"))
     @rule(sb=sandboxes, body=patch_bodies())
     def update(self, sb: SandboxHandle, body: Json) -> None:
         """PATCH a sandbox (tri-state ``network``, name, flags, ports); a rejected PATCH changes nothing."""
-        self._patch("update", sb, self._wire(body))
+        self.steps.patch("update", sb, self.session.wire(body))
 
     @precondition(_on("expose_ports"))
     @rule(
@@ -232,12 +231,12 @@ class TensorLakeAPIMachine(MachineSteps):
     )
     def expose_ports(self, sb: SandboxHandle, ports: list[int], public: bool | None) -> None:
         """Expose ports as ``client.expose_ports`` does: GET, then PATCH the union (server-side port checks)."""
-        current = self._current("expose_ports", sb)
+        current = self.steps.current("expose_ports", sb)
         if current is None:
             return
         now = [int(p) for p in current.get("exposed_ports") or []]
         unauth = bool(current.get("allow_unauthenticated_access")) if public is None else public
-        self._patch(
+        self.steps.patch(
             "expose_ports",
             sb,
             {"allow_unauthenticated_access": unauth, "exposed_ports": sorted(set(now) | set(ports))},
@@ -247,43 +246,45 @@ class TensorLakeAPIMachine(MachineSteps):
     @rule(sb=sandboxes, ports=st.lists(st.sampled_from(PORTS), min_size=1, max_size=2))
     def unexpose_ports(self, sb: SandboxHandle, ports: list[int]) -> None:
         """Unexpose ports as ``client.unexpose_ports`` does (public access ends with the last port)."""
-        current = self._current("unexpose_ports", sb)
+        current = self.steps.current("unexpose_ports", sb)
         if current is None:
             return
         remaining = [int(p) for p in current.get("exposed_ports") or [] if p not in ports]
         unauth = bool(current.get("allow_unauthenticated_access")) if remaining else False
-        self._patch("unexpose_ports", sb, {"allow_unauthenticated_access": unauth, "exposed_ports": remaining})
+        self.steps.patch("unexpose_ports", sb, {"allow_unauthenticated_access": unauth, "exposed_ports": remaining})
 
     @precondition(_on("suspend"))
     @rule(sb=sandboxes, wait=st.booleans())
     def suspend(self, sb: SandboxHandle, wait: bool) -> None:
         """Suspend a sandbox (named only: 400 for an ephemeral one; 409 unless running)."""
-        self._transition("suspend", sb, "suspend", wait)
+        self.steps.transition("suspend", sb, "suspend", wait)
 
     @precondition(_on("resume"))
     @rule(sb=sandboxes, wait=st.booleans())
     def resume(self, sb: SandboxHandle, wait: bool) -> None:
         """Resume a sandbox (a no-op when running; 409 in other states)."""
-        self._transition("resume", sb, "resume", wait)
+        self.steps.transition("resume", sb, "resume", wait)
 
     @precondition(_on("delete"))
     @rule(sb=sandboxes)
     def delete(self, sb: SandboxHandle) -> None:
         """Delete a sandbox; GET answers 404 afterwards (and a second delete too)."""
-        expected = self.oracle.delete(sb.model_id)
-        response = self._send("delete", "DELETE", f"/sandboxes/{sb.target_id}")
-        data = self._check("delete", response, expected, DELETE_ANSWER, loose=(200, 202, 204))
-        self.book.listing_dirty = True
-        if expected.status == 200 and self.strict and response.status_code == 200:
-            self._observe("delete", response, data, expected.body)
-        gone = self.oracle.get(sb.model_id)
-        self._check("delete", self._send("delete", "GET", f"/sandboxes/{sb.target_id}"), gone, DELETE_ANSWER)
+        expected = self.session.oracle.delete(sb.model_id)
+        response = self.session.send("delete", "DELETE", f"/sandboxes/{sb.target_id}")
+        data = self.answers.check("delete", response, expected, DELETE_ANSWER, loose=(200, 202, 204))
+        self.session.book.listing_dirty = True
+        if expected.status == 200 and self.session.strict and response.status_code == 200:
+            self.answers.observe("delete", response, data, expected.body)
+        gone = self.session.oracle.get(sb.model_id)
+        self.answers.check(
+            "delete", self.session.send("delete", "GET", f"/sandboxes/{sb.target_id}"), gone, DELETE_ANSWER
+        )
 
     @precondition(_on("update_keeps_connection"))
     @rule(sb=sandboxes, body=patch_bodies())
     def update_keeps_connection(self, sb: SandboxHandle, body: Json) -> None:
         """PATCH a sandbox while a WebSocket to one of its exposed ports is open: the connection stays up."""
-        self._connection_across_update("update_keeps_connection", sb, self._wire(body))
+        self.steps.connection_across_update("update_keeps_connection", sb, self.session.wire(body))
 
     # -- inside the sandbox: egress probes -----------------------------------------------------------------
 
@@ -295,16 +296,16 @@ class TensorLakeAPIMachine(MachineSteps):
         For an entry: the destination it names, a subdomain, its apex and a name or address just outside it,
         each with ``curl -s`` (the first name with ``getent hosts`` too). The reference policy decides.
         """
-        resolver = self._resolver(sb)
+        resolver = self.steps.resolver(sb)
         if resolver is None:
             return
-        record = self.oracle.lookup(sb.model_id)
+        record = self.session.oracle.lookup(sb.model_id)
         policy = None if record is None else record.network
         hosts = destinations(policy, source, index)
         for position, host in enumerate(hosts):
             tools = ("curl",) if _is_ipv4(host) or position else ("curl", "getent")
             for tool in tools:
-                if not self._probe(sb, policy, resolver, tool, host):
+                if not self.steps.probe(sb, policy, resolver, tool, host):
                     return
 
     # -- ingress -------------------------------------------------------------------------------------------
@@ -322,7 +323,7 @@ class TensorLakeAPIMachine(MachineSteps):
         the wake of a suspended sandbox, and what reaches the sandbox (path, query, no platform cookie).
         """
         for kind in ("management", "exposed", "unexposed"):
-            record = self.oracle.lookup(sb.model_id)
+            record = self.session.oracle.lookup(sb.model_id)
             exposed = tuple(record.exposed_ports) if record is not None else ()
             if kind == "management":
                 port = MANAGEMENT_PORT
@@ -333,7 +334,7 @@ class TensorLakeAPIMachine(MachineSteps):
             else:
                 port = next(p for p in (22, *PORTS) if p not in exposed)
             for auth in auths[:1] if kind == "unexposed" else auths:
-                if not self._ingress_once(sb, port, auth, by_name):
+                if not self.proxy.ingress_once(sb, port, auth, by_name):
                     return
 
     # -- admin-only rules -------------------------------------------------------------------------------------
@@ -348,24 +349,26 @@ class TensorLakeAPIMachine(MachineSteps):
         method = {"patch": "PATCH", "delete": "DELETE", "create": "POST"}.get(kind, "POST")
         if kind in ("suspend", "resume"):
             path += f"/{kind}"
-        payload: Any = {"patch": self._wire(body) or {"network": None}, "create": {}}.get(kind, _ANY)
+        payload: Any = {"patch": self.session.wire(body) or {"network": None}, "create": {}}.get(kind, _ANY)
         admin.add_fault(method=method, path=f"*{path}", status=503, body=FAULT_BODY, times=1)
-        before = self._snapshot("inject_fault", sb)
-        self.book.fault_armed = True
+        before = self.answers.snapshot("inject_fault", sb)
+        self.session.book.fault_armed = True
         try:
-            response = self._send("inject_fault", method, path, body=payload)
-            self._check("inject_fault", response, Expected(503, FAULT_BODY["code"]), ADMIN_API, refusal=ADMIN_API)
+            response = self.session.send("inject_fault", method, path, body=payload)
+            self.answers.check(
+                "inject_fault", response, Expected(503, FAULT_BODY["code"]), ADMIN_API, refusal=ADMIN_API
+            )
         finally:
-            self.book.fault_armed = False
+            self.session.book.fault_armed = False
         left = admin.faults()
         if not hold(ADMIN_API, not left, "inject_fault", f"a times=1 fault is still armed after firing: {left}"):
             admin.clear_faults()
-        if self.book.diverged:
-            self._retire(sb)  # the fault did not answer: the request reached the sandbox
+        if self.session.book.diverged:
+            self.session.retire(sb)  # the fault did not answer: the request reached the sandbox
             return
-        self._unchanged("inject_fault", sb, before, ADMIN_API)
+        self.answers.unchanged("inject_fault", sb, before, ADMIN_API)
         if kind == "create":
-            self._compare_listing("inject_fault")
+            self.steps.compare_listing("inject_fault")
 
     @precondition(_on("advance_clock"))
     @rule(seconds=st.sampled_from((1, 5, 31, 31, 121)))
@@ -374,29 +377,29 @@ class TensorLakeAPIMachine(MachineSteps):
         admin = self.config.admin
         assert admin is not None
         now = admin.advance(float(seconds))
-        mine = self.oracle.clock.advance(float(seconds))
+        mine = self.session.oracle.clock.advance(float(seconds))
         hold(ADMIN_API, abs(now - mine) <= 1e-6, "advance_clock", f"the target's clock reads {now}, the model's {mine}")
-        self.book.listing_dirty = True
+        self.session.book.listing_dirty = True
 
     @precondition(_on("set_timings"))
     @rule(preset=st.sampled_from(TIMING_PRESETS))
     def set_timings(self, preset: tuple[tuple[str, float], ...]) -> None:
         """Set how long startup, suspend and resume take on both clocks (``/_mock/tensorlake/timings``)."""
         values = dict(preset)
-        response = self.client.post("/_mock/tensorlake/timings", json=values)
+        response = self.session.client.post("/_mock/tensorlake/timings", json=values)
         refused = f"the admin API refused timings {values}: {response.text[:200]!r}"
         if hold(ADMIN_API, response.status_code == 200, "set_timings", refused):
-            self.oracle.set_timings(values)
+            self.session.oracle.set_timings(values)
 
     # -- invariants and teardown -----------------------------------------------------------------------------
 
     @invariant()
     def listing_matches_model(self) -> None:
         """After a change, the listing holds exactly the live sandboxes the model holds."""
-        if not self.book.listing_dirty or not self.config.enabled("list_sandboxes"):
+        if not self.session.book.listing_dirty or not self.config.enabled("list_sandboxes"):
             return
-        self.book.listing_dirty = False
-        self._compare_listing("invariant")
+        self.session.book.listing_dirty = False
+        self.steps.compare_listing("invariant")
 
     def teardown(self) -> None:
         """Reset the target and restore its clock mode (admin), else delete what is still alive."""
@@ -404,16 +407,18 @@ class TensorLakeAPIMachine(MachineSteps):
         try:
             if admin is not None:
                 admin.reset()
-                if self.book.clock_mode:
-                    admin.set_clock_mode(self.book.clock_mode)
+                if self.session.book.clock_mode:
+                    admin.set_clock_mode(self.session.book.clock_mode)
                 return
-            alive = [h.target_id for h in self.book.handles if self.oracle.lookup(h.model_id) is not None]
-            for target_id in [*alive, *sorted(self.book.stray)]:
-                self.client.delete(f"/sandboxes/{target_id}")
+            alive = [
+                h.target_id for h in self.session.book.handles if self.session.oracle.lookup(h.model_id) is not None
+            ]
+            for target_id in [*alive, *sorted(self.session.book.stray)]:
+                self.session.client.delete(f"/sandboxes/{target_id}")
         except httpx.HTTPError:
             pass
         finally:
-            self.client.close()
+            self.session.client.close()
 
 
 def make_machine(

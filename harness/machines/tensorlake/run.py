@@ -17,7 +17,8 @@ from hypothesis import settings
 
 from harness.machines.common import derive_settings, judge, run_seeded
 from harness.machines.tensorlake.compare import ContractViolation
-from harness.machines.tensorlake.driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory, MachineBase
+from harness.machines.tensorlake.driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory
+from harness.machines.tensorlake.machine import TensorLakeAPIMachine, make_machine
 from mockserver.admin.client import AdminClient
 from mockserver.asgi import clients
 from mockserver.asgi.server import MockServer
@@ -65,7 +66,7 @@ def machine_settings(
 
 
 def run_machine(
-    machine: type[MachineBase],
+    machine: type[TensorLakeAPIMachine],
     *,
     settings: settings | None = None,
     seed: int | None = None,
@@ -90,8 +91,6 @@ def run_mock(
     shrink: bool = False,
 ) -> ContractViolation | None:
     """Serve ``mock`` on loopback, run the machine against it; return the violation (with its notes), or None."""
-    from harness.machines.tensorlake.machine import make_machine  # imported here: that module re-exports this one
-
     server = MockServer(mock.app).start()
     admin = AdminClient(server.url)
     try:

@@ -28,10 +28,11 @@ from harness.machines.tensorlake.answers import (
     REQUEST_VALIDATION,
     SANDBOX_INFO_SHAPE,
     URL_WHEN_RUNNING,
+    Answers,
 )
 from harness.machines.tensorlake.compare import URL_KEYS, Expected, Json, diff, info_shape_problem, normalise_info
-from harness.machines.tensorlake.driver import LOOPBACK, SUITE, SandboxHandle
-from harness.machines.tensorlake.ingress import INGRESS_ADMISSION, WEBSOCKET_UPGRADE, IngressSteps
+from harness.machines.tensorlake.driver import LOOPBACK, SUITE, SandboxHandle, Session
+from harness.machines.tensorlake.ingress import INGRESS_ADMISSION, WEBSOCKET_UPGRADE, Ingress
 from harness.machines.tensorlake.probes import RunResult, expect_probe, parse_sse
 from harness.strength import Contract, choice, observed, spec
 from harness.strength.observations import capture, published
@@ -39,7 +40,7 @@ from mockserver.tensorlake.model import MANAGEMENT_PORT
 from mockserver.tensorlake.model.gate import resolver_from
 from mockserver.tensorlake.model.records import STATUSES
 
-__all__ = ["CONTRACTS", "MachineSteps", "framing_problem", "spelled_loosely"]
+__all__ = ["CONTRACTS", "Steps", "framing_problem", "spelled_loosely"]
 
 #: The ``?wait_ms=`` a waiting suspend or resume sends.
 WAIT_MS = 3000
@@ -231,16 +232,21 @@ def framing_problem(text: str) -> str | None:
     return None
 
 
-class MachineSteps(IngressSteps):
-    """Run the steps rules share: create, list, PATCH, transitions, commands in a sandbox (ingress: inherited)."""
+class Steps:
+    """Run the steps rules share: create, list, PATCH, transitions, commands in a sandbox."""
+
+    def __init__(self, session: Session, answers: Answers, ingress: Ingress) -> None:
+        self.session = session
+        self.answers = answers
+        self.ingress = ingress
 
     # -- lifecycle steps -----------------------------------------------------------------------------------
 
-    def _create(self, rule: str, body: Json) -> Any:
-        wire = self._wire(body)
-        expected, record = self.oracle.create(wire)
-        response = self._send(rule, "POST", "/sandboxes", body=wire)
-        self.book.listing_dirty = True
+    def create(self, rule: str, body: Json) -> Any:
+        wire = self.session.wire(body)
+        expected, record = self.session.oracle.create(wire)
+        response = self.session.send(rule, "POST", "/sandboxes", body=wire)
+        self.session.book.listing_dirty = True
         data: Any = None
         if response.is_success:
             try:
@@ -248,17 +254,19 @@ class MachineSteps(IngressSteps):
             except ValueError:
                 data = None
             if isinstance(data, dict) and isinstance(data.get("sandbox_id"), str):
-                self.book.stray.add(data["sandbox_id"])
+                self.session.book.stray.add(data["sandbox_id"])
         stricter = REQUEST_VALIDATION if spelled_loosely(wire) else None
-        data = self._check(rule, response, expected, CREATE_ANSWER, stricter=stricter)
-        if self.book.diverged and record is not None:
-            self.oracle.delete(record.id)  # the target refused it for a reason of its own: the model forgets it
-            self.book.retired.add(record.id)
+        data = self.answers.check(rule, response, expected, CREATE_ANSWER, stricter=stricter)
+        if self.session.book.diverged and record is not None:
+            self.session.oracle.delete(record.id)  # the target refused it for a reason of its own: the model forgets it
+            self.session.book.retired.add(record.id)
             return multiple()
         if record is None:
-            stray = data.get("sandbox_id") if self.book.diverged and isinstance(data, dict) else None
+            stray = data.get("sandbox_id") if self.session.book.diverged and isinstance(data, dict) else None
             if isinstance(stray, str):
-                self.client.delete(f"/sandboxes/{stray}")  # accepted for a reason of its own: it must not hold a name
+                self.session.client.delete(
+                    f"/sandboxes/{stray}"
+                )  # accepted for a reason of its own: it must not hold a name
             return multiple()
         sandbox_id = data.get("sandbox_id") if isinstance(data, dict) else None
         hold(
@@ -270,15 +278,15 @@ class MachineSteps(IngressSteps):
         assert isinstance(data, dict) and isinstance(sandbox_id, str)
         hold(
             DISTINCT_IDS,
-            sandbox_id not in self.ids,
+            sandbox_id not in self.session.ids,
             rule,
-            f"the new sandbox got the id of {self.ids.get(sandbox_id)!r}: {sandbox_id}",
+            f"the new sandbox got the id of {self.session.ids.get(sandbox_id)!r}: {sandbox_id}",
         )
-        handle = SandboxHandle(f"sb{len(self.book.handles) + 1}", sandbox_id, record.id)
-        self.ids[sandbox_id] = record.id
-        self.book.handles.append(handle)
-        self.book.stray.discard(sandbox_id)
-        self._policy_accepted(record.id)
+        handle = SandboxHandle(f"sb{len(self.session.book.handles) + 1}", sandbox_id, record.id)
+        self.session.ids[sandbox_id] = record.id
+        self.session.book.handles.append(handle)
+        self.session.book.stray.discard(sandbox_id)
+        self.session.policy_accepted(record.id)
         hold(
             CREATE_ANSWER,
             data.get("status") in STATUSES,
@@ -286,7 +294,7 @@ class MachineSteps(IngressSteps):
             f"status {data.get('status')!r} is not a sandbox status",
         )
         if isinstance(data.get("ingress_endpoint"), str):
-            self.book.ingress_endpoint = data["ingress_endpoint"]
+            self.session.book.ingress_endpoint = data["ingress_endpoint"]
         if isinstance(data.get("sandbox_url"), str):
             handle.sandbox_url = data["sandbox_url"]
         hold(
@@ -295,7 +303,7 @@ class MachineSteps(IngressSteps):
             rule,
             "a running sandbox without sandbox_url (the SDK cannot route to it)",
         )
-        if self.strict:
+        if self.session.strict:
             want = expected.body if isinstance(expected.body, dict) else {}
             hold(
                 CREATE_ANSWER,
@@ -304,7 +312,7 @@ class MachineSteps(IngressSteps):
                 f"POST /sandboxes: {handle.alias} is {data.get('status')!r}, the model says {want.get('status')!r}",
             )
             actual = {k: v for k, v in data.items() if k not in URL_KEYS}
-            actual["sandbox_id"] = self._id_of(sandbox_id)
+            actual["sandbox_id"] = self.session.id_of(sandbox_id)
             found = diff(expected.body, actual)
             hold(
                 CREATE_RESPONSE_EXACT,
@@ -319,125 +327,125 @@ class MachineSteps(IngressSteps):
                 rule,
                 f"wait:false answered status {data.get('status')!r}",
             )
-            self._settle(handle)
+            self.session.settle(handle)
         return handle
 
-    def _compare_listing(self, rule: str) -> None:
-        expected = self.oracle.list()
-        response = self._send(rule, "GET", "/sandboxes")
-        data = self._check(rule, response, expected, LISTING)
+    def compare_listing(self, rule: str) -> None:
+        expected = self.session.oracle.list()
+        response = self.session.send(rule, "GET", "/sandboxes")
+        data = self.answers.check(rule, response, expected, LISTING)
         items = data.get("sandboxes") if isinstance(data, dict) else None
         if not hold(
             LISTING, isinstance(items, list), rule, f"GET /sandboxes has no sandboxes list: {response.text[:300]!r}"
         ):
             return
         assert isinstance(items, list)
-        retired = self.book.retired
-        strays = {self._id_of(s) for s in self.book.stray}
+        retired = self.session.book.retired
+        strays = {self.session.id_of(s) for s in self.session.book.stray}
         listed: dict[str, Json] = {}
         for item in items:
             problem = info_shape_problem(item)
             if not hold(SANDBOX_INFO_SHAPE, problem is None, rule, f"GET /sandboxes: unusable item: {problem}"):
                 continue
-            view = normalise_info(item, self._id_of)
+            view = normalise_info(item, self.session.id_of)
             ident = str(view["id"])
-            if ident in retired or ident in strays or (not self.strict and ident.startswith("unmapped:")):
+            if ident in retired or ident in strays or (not self.session.strict and ident.startswith("unmapped:")):
                 continue  # sandboxes whose state diverged, and (without the admin API) the account's others
-            hold(LISTING, ident not in listed, rule, f"GET /sandboxes lists {self._alias(ident)} twice")
-            self._check_urls(rule, "GET /sandboxes", item)
-            self._check_history(rule, "GET /sandboxes", view)
+            hold(LISTING, ident not in listed, rule, f"GET /sandboxes lists {self.session.alias(ident)} twice")
+            self.answers.check_urls(rule, "GET /sandboxes", item)
+            self.answers.check_history(rule, "GET /sandboxes", view)
             listed[ident] = view
         want = {str(v["id"]): v for v in expected.body if str(v["id"]) not in retired}
         live = {i for i, v in want.items() if v.get("status") != "terminated"}
         shown = {i for i, v in listed.items() if v.get("status") != "terminated"}
-        missing = sorted(self._alias(i) for i in live - shown)
-        extra = sorted(self._alias(i) for i in shown - live)
+        missing = sorted(self.session.alias(i) for i in live - shown)
+        extra = sorted(self.session.alias(i) for i in shown - live)
         hold(
             LISTING,
             not (missing or extra),
             rule,
             f"GET /sandboxes: missing {missing}, unexpected {extra} (the model's view)",
         )
-        if self.strict:
-            gone = sorted(self._alias(i) for i in set(want) ^ set(listed))
+        if self.session.strict:
+            gone = sorted(self.session.alias(i) for i in set(want) ^ set(listed))
             hold(LISTING_EXACT, not gone, rule, f"GET /sandboxes: deleted sandboxes listed on one side only: {gone}")
         for ident in live & shown:
-            self._compare(rule, "GET /sandboxes", want[ident], listed[ident])
+            self.answers.compare(rule, "GET /sandboxes", want[ident], listed[ident])
 
-    def _patch(self, rule: str, sb: SandboxHandle, wire: Json) -> None:
-        expected = self.oracle.patch(sb.model_id, wire)
-        before = self._snapshot(rule, sb) if expected.status >= 400 else None
-        response = self._send(rule, "PATCH", f"/sandboxes/{sb.target_id}", body=wire)
+    def patch(self, rule: str, sb: SandboxHandle, wire: Json) -> None:
+        expected = self.session.oracle.patch(sb.model_id, wire)
+        before = self.answers.snapshot(rule, sb) if expected.status >= 400 else None
+        response = self.session.send(rule, "PATCH", f"/sandboxes/{sb.target_id}", body=wire)
         stricter = REQUEST_VALIDATION if spelled_loosely(wire) else None
-        data = self._check(rule, response, expected, PATCH_ANSWER, stricter=stricter)
-        self.book.listing_dirty = True
-        if self.book.diverged:
-            self._retire(sb)
+        data = self.answers.check(rule, response, expected, PATCH_ANSWER, stricter=stricter)
+        self.session.book.listing_dirty = True
+        if self.session.book.diverged:
+            self.session.retire(sb)
             return
         if before is not None:
-            self._unchanged(rule, sb, before, REJECTED_UPDATE_KEEPS_STATE)
+            self.answers.unchanged(rule, sb, before, REJECTED_UPDATE_KEEPS_STATE)
             return
         if "network" in wire:
-            self._policy_accepted(sb.model_id)
-        self._observe(rule, response, data, expected.body)
+            self.session.policy_accepted(sb.model_id)
+        self.answers.observe(rule, response, data, expected.body)
 
-    def _current(self, rule: str, sb: SandboxHandle) -> Json | None:
+    def current(self, rule: str, sb: SandboxHandle) -> Json | None:
         """GET a sandbox like the SDK does before changing its ports; None when the model says 404."""
-        expected = self.oracle.get(sb.model_id)
-        response = self._send(rule, "GET", f"/sandboxes/{sb.target_id}")
-        data = self._check(rule, response, expected, NOT_FOUND)
+        expected = self.session.oracle.get(sb.model_id)
+        response = self.session.send(rule, "GET", f"/sandboxes/{sb.target_id}")
+        data = self.answers.check(rule, response, expected, NOT_FOUND)
         if expected.status != 200:
             return None
-        self._observe(rule, response, data, expected.body)
+        self.answers.observe(rule, response, data, expected.body)
         return data if isinstance(data, dict) else None
 
-    def _transition(self, rule: str, sb: SandboxHandle, action: str, wait: bool) -> None:
+    def transition(self, rule: str, sb: SandboxHandle, action: str, wait: bool) -> None:
         wait_ms = WAIT_MS if wait else None
-        predict = self.oracle.suspend if action == "suspend" else self.oracle.resume
+        predict = self.session.oracle.suspend if action == "suspend" else self.session.oracle.resume
         expected = predict(sb.model_id, wait_ms)
-        before = self._snapshot(rule, sb) if expected.status >= 400 else None
+        before = self.answers.snapshot(rule, sb) if expected.status >= 400 else None
         params = {"wait_ms": str(wait_ms)} if wait_ms else None
-        response = self._send(rule, "POST", f"/sandboxes/{sb.target_id}/{action}", params=params)
-        loose = () if self.strict else (200, 202)
-        data = self._check(rule, response, expected, TRANSITION_ANSWER, loose=loose)
-        self.book.listing_dirty = True
-        if self.book.diverged:
-            self._retire(sb)
+        response = self.session.send(rule, "POST", f"/sandboxes/{sb.target_id}/{action}", params=params)
+        loose = () if self.session.strict else (200, 202)
+        data = self.answers.check(rule, response, expected, TRANSITION_ANSWER, loose=loose)
+        self.session.book.listing_dirty = True
+        if self.session.book.diverged:
+            self.session.retire(sb)
         elif before is not None:
-            self._unchanged(rule, sb, before, REJECTED_TRANSITION_KEEPS_STATE)
-        elif self.strict:
-            self._observe(rule, response, data, expected.body)
+            self.answers.unchanged(rule, sb, before, REJECTED_TRANSITION_KEEPS_STATE)
+        elif self.session.strict:
+            self.answers.observe(rule, response, data, expected.body)
         else:
-            self._settle(sb)
+            self.session.settle(sb)
 
     # -- inside the sandbox: management API and egress probes ----------------------------------------------
 
-    def _management(self, sb: SandboxHandle) -> tuple[str, dict[str, str]]:
+    def management(self, sb: SandboxHandle) -> tuple[str, dict[str, str]]:
         """Return the management base URL and routing headers the SDK would use for ``sb``."""
-        url = (sb.sandbox_url or str(self.client.base_url)).rstrip("/")
+        url = (sb.sandbox_url or str(self.session.client.base_url)).rstrip("/")
         if (urlsplit(url).hostname or "") in LOOPBACK:
             return url, {"host": f"{sb.target_id}.local"}
         return url, {"x-tensorlake-sandbox-id": sb.target_id}
 
-    def _run(self, rule: str, sb: SandboxHandle, command: str, args: list[str]) -> RunResult | None:
+    def run(self, rule: str, sb: SandboxHandle, command: str, args: list[str]) -> RunResult | None:
         """Run a command through the proxy; None when the model says the proxy refuses (checked)."""
-        proxied = self.oracle.admit(sb.model_id, MANAGEMENT_PORT, self.key, {}, {})
-        base, headers = self._management(sb)
-        response = self._send(
+        proxied = self.session.oracle.admit(sb.model_id, MANAGEMENT_PORT, self.session.key, {}, {})
+        base, headers = self.management(sb)
+        response = self.session.send(
             rule,
             "POST",
             base + "/api/v1/processes/run",
             body={"command": command, "args": args, "timeout": 30},
             headers={**headers, "accept": "text/event-stream"},
         )
-        if proxied.woke and not self.strict:
-            self._settle(sb)
+        if proxied.woke and not self.session.strict:
+            self.session.settle(sb)
             if response.status_code != 200:
                 return None
         if proxied.expected is not None:
-            self._check(rule, response, proxied.expected, MANAGEMENT_API, refusal=INGRESS_ADMISSION)
+            self.answers.check(rule, response, proxied.expected, MANAGEMENT_API, refusal=INGRESS_ADMISSION)
             return None
-        self._check(rule, response, Expected(200), MANAGEMENT_API)
+        self.answers.check(rule, response, Expected(200), MANAGEMENT_API)
         if response.status_code != 200:
             return None
         kind = response.headers.get("content-type", "")
@@ -455,25 +463,25 @@ class MachineSteps(IngressSteps):
         )
         return result
 
-    def _resolver(self, sb: SandboxHandle) -> str | None:
+    def resolver(self, sb: SandboxHandle) -> str | None:
         """Return the sandbox's resolver from its ``/etc/resolv.conf`` (read once), None if unreachable."""
-        known = self.book.resolvers.get(sb.model_id)
+        known = self.session.book.resolvers.get(sb.model_id)
         if known is not None:
             return known
-        result = self._run("egress_probe", sb, "cat", ["/etc/resolv.conf"])
+        result = self.run("egress_probe", sb, "cat", ["/etc/resolv.conf"])
         if result is None:
             return None
         resolver = resolver_from("\n".join(result.stdout))
-        self.book.resolvers[sb.model_id] = resolver
+        self.session.book.resolvers[sb.model_id] = resolver
         return resolver
 
-    def _probe(self, sb: SandboxHandle, policy: NetworkConfig | None, resolver: str, tool: str, host: str) -> bool:
+    def probe(self, sb: SandboxHandle, policy: NetworkConfig | None, resolver: str, tool: str, host: str) -> bool:
         """Run one probe and compare it with the reference; False when the proxy refused (checked)."""
         args = ["hosts", host] if tool == "getent" else ["-s", "-m", "5", f"http://{host}/"]
-        result = self._run("egress_probe", sb, tool, args)
+        result = self.run("egress_probe", sb, tool, args)
         if result is None:
             return False
-        want = expect_probe(policy, tool, host, resolver, self.oracle.resolve if self.strict else None)
+        want = expect_probe(policy, tool, host, resolver, self.session.oracle.resolve if self.session.strict else None)
         text = f"{tool} {' '.join(args)} (policy {None if policy is None else policy.to_json()}, resolver {resolver})"
         rule = "egress_probe"
         hold(
@@ -485,7 +493,7 @@ class MachineSteps(IngressSteps):
             rule,
             f"{text} is blocked but printed {result.stdout!r}",
         )
-        if not self.strict or want.exit_code is None:
+        if not self.session.strict or want.exit_code is None:
             return True
         hold(
             EGRESS_DECISION,
@@ -505,19 +513,19 @@ class MachineSteps(IngressSteps):
             hold(PROBE_OUTPUT, printed == expected, rule, f"{text} printed {result.stdout!r}, expected {expected!r}")
         return True
 
-    def _connection_across_update(self, rule: str, sb: SandboxHandle, wire: Json) -> None:
+    def connection_across_update(self, rule: str, sb: SandboxHandle, wire: Json) -> None:
         """Hold a WebSocket open to an exposed port while PATCHing the sandbox: it must stay open and answer."""
-        record = self.oracle.lookup(sb.model_id)
-        if not self.strict or record is None or record.status != "running" or not record.exposed_ports:
-            self._patch(rule, sb, wire)
+        record = self.session.oracle.lookup(sb.model_id)
+        if not self.session.strict or record is None or record.status != "running" or not record.exposed_ports:
+            self.patch(rule, sb, wire)
             return
         port = record.exposed_ports[0]
-        proxied = self.oracle.admit(sb.model_id, port, self.key, {}, {})
-        url, headers = self._ingress_url(sb.target_id, port, "/sandproof/echo")
-        headers["authorization"] = f"Bearer {self.key}"
+        proxied = self.session.oracle.admit(sb.model_id, port, self.session.key, {}, {})
+        url, headers = self.ingress.ingress_url(sb.target_id, port, "/sandproof/echo")
+        headers["authorization"] = f"Bearer {self.session.key}"
         where = f"a WebSocket to port {port} of {sb.alias}"
         try:
-            ws = self._open_websocket(url, headers, {})
+            ws = self.ingress.open_websocket(url, headers, {})
         except (OSError, WebSocketException) as exc:
             hold(
                 WEBSOCKET_UPGRADE,
@@ -525,16 +533,21 @@ class MachineSteps(IngressSteps):
                 rule,
                 f"{where} was refused ({type(exc).__name__}: {exc})",
             )
-            self._patch(rule, sb, wire)
+            self.patch(rule, sb, wire)
             return
         with ws:
             opened = hold(WEBSOCKET_UPGRADE, proxied.expected is None, rule, f"{where} opened; the proxy refuses it")
-            self._patch(rule, sb, wire)
-            after = self.oracle.lookup(sb.model_id)
-            if opened and after is not None and after.status == "running" and sb.model_id not in self.book.retired:
+            self.patch(rule, sb, wire)
+            after = self.session.oracle.lookup(sb.model_id)
+            if (
+                opened
+                and after is not None
+                and after.status == "running"
+                and sb.model_id not in self.session.book.retired
+            ):
                 hold(
                     UPDATE_KEEPS_CONNECTION,
-                    self._echoes(ws, "after-update"),
+                    self.ingress.echoes(ws, "after-update"),
                     rule,
                     f"{where} no longer answers after PATCH {json.dumps(wire)[:200]}",
                 )

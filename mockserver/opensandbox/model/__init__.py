@@ -8,7 +8,8 @@ httpx or the HTTP layer.
 
 Modules: :mod:`.profiles` (runtimes), :mod:`.validation` (pydantic-style checks), :mod:`.spec` (the create
 request), :mod:`.records` (sandbox, command and snapshot records), :mod:`.state` (the state machine),
-:mod:`.auth` (keys and tenants), :mod:`.config` (server settings), :mod:`.query` (query strings),
+:mod:`.auth` (keys and tenants), :mod:`.config` (server settings; :mod:`.server_file` reads them from the real
+server's TOML file), :mod:`.query` (query strings),
 :mod:`.lifecycle` (the lifecycle operations), :mod:`.endpoints` (endpoint resolution), :mod:`.ports` (the
 sandbox-port gate), :mod:`.execd` and :mod:`.files` (execd), :mod:`.egress` (policies and the sidecar),
 :mod:`.admin` (the ``/_mock/opensandbox`` operations), :mod:`.errors` (refusal kinds).

@@ -4,6 +4,13 @@
 does: the direct endpoint ``{host}/direct/{id}/{port}`` (this mock serves every sandbox port in its own
 app) or, with ``use_server_proxy=true``, the server proxy ``{host}{mount}/sandboxes/{id}/proxy/{port}``
 under the mount the request came through (``/v1`` or bare). ``host`` is the request's ``Host`` value.
+
+Configured from the real server's file (:mod:`.server_file`), the endpoints take the real Docker runtime's
+shapes instead (``services/docker/networking.py``, ``get_endpoint``): ``network_mode = "host"`` answers
+``{public_host}:{port}``; ``"bridge"`` answers ``{public_host}:{hostPort}/proxy/{port}``, where ``hostPort`` is the
+sandbox's published execd port, and port 8080 its own published port ``{public_host}:{httpHostPort}``. The mock
+draws the pair from ``[docker] port_range_min``-``port_range_max``, the lowest free ports first (a choice: the real
+allocator draws at random). A server-proxy endpoint starts with ``[server] eip`` when one is set.
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from .records import SandboxRecord
 from .state import OpenSandboxState
 from .validation import Checker, RequestValidationError, error
 
-__all__ = ["EXECD_ACCESS_HEADER", "endpoint_headers", "resolve_endpoint"]
+__all__ = ["EXECD_ACCESS_HEADER", "endpoint_headers", "host_ports", "resolve_endpoint"]
 
 EXECD_ACCESS_HEADER = "X-EXECD-ACCESS-TOKEN"
+CONTAINER_START_FAILED = "DOCKER::SANDBOX_START_FAILED"
 
 
 def endpoint_headers(config: ServerConfig, sb: SandboxRecord, port: int, *, via_proxy: bool) -> dict[str, str]:
@@ -41,6 +49,40 @@ def endpoint_headers(config: ServerConfig, sb: SandboxRecord, port: int, *, via_
     if config.access.multi_tenant and not via_proxy:
         headers[SECURE_ACCESS_HEADER] = sb.access_token
     return headers
+
+
+def host_ports(state: OpenSandboxState, config: ServerConfig, sandbox_id: str) -> tuple[int, int]:
+    """Return the host ports a bridge-mode sandbox publishes (execd's, 8080's); allocate them on first use.
+
+    The lowest two free ports of ``config.port_range``; ports of sandboxes that are gone are freed when the range
+    runs out; a full range is the real allocator's 500 "Failed to allocate host ports for sandbox container.".
+    """
+    with state.lock:
+        taken = state.host_ports.get(sandbox_id)
+        if taken is not None:
+            return taken
+        low, high = config.port_range
+        for attempt in range(2):
+            used = {port for pair in state.host_ports.values() for port in pair}
+            free = (port for port in range(low, high + 1) if port not in used)
+            pair = (next(free, None), next(free, None))
+            if pair[0] is not None and pair[1] is not None:
+                state.host_ports[sandbox_id] = (pair[0], pair[1])
+                return state.host_ports[sandbox_id]
+            if attempt == 0:
+                for gone in [sid for sid in state.host_ports if state.lookup(sid) is None]:
+                    del state.host_ports[gone]
+        raise ApiError(500, CONTAINER_START_FAILED, "Failed to allocate host ports for sandbox container.")
+
+
+def _real_endpoint(state: OpenSandboxState, config: ServerConfig, sb: SandboxRecord, port: int) -> str:
+    """Return the real Docker runtime's endpoint for ``port`` in ``config.network_mode`` (host or bridge)."""
+    if config.network_mode == "host":
+        return f"{config.public_host}:{port}"
+    execd_port, http_port = host_ports(state, config, sb.id)
+    if port == 8080:
+        return f"{config.public_host}:{http_port}"
+    return f"{config.public_host}:{execd_port}/proxy/{port}"
 
 
 def resolve_endpoint(
@@ -90,7 +132,10 @@ def resolve_endpoint(
     base = host or config.default_host
     if use_proxy:
         mount = path.split("/sandboxes/", 1)[0]
-        body: dict[str, Any] = {"endpoint": f"{base}{mount}/sandboxes/{sb.id}/proxy/{port}"}
+        prefix = config.proxy_base if config.proxy_base is not None else f"{base}{mount}"
+        body: dict[str, Any] = {"endpoint": f"{prefix}/sandboxes/{sb.id}/proxy/{port}"}
+    elif config.network_mode is not None:
+        body = {"endpoint": _real_endpoint(state, config, sb, port)}
     else:
         body = {"endpoint": f"{base}{DIRECT_PREFIX}/{sb.id}/{port}"}
     headers = endpoint_headers(config, sb, port, via_proxy=use_proxy)

@@ -59,7 +59,6 @@ __all__ = [
     "new_command",
     "prepare_run",
     "prepare_session_run",
-    "pty_session",
     "resolve_cwd",
     "usage_metrics",
     "validate_working_dir",
@@ -312,11 +311,6 @@ def create_pty(body: Any) -> NoReturn:
     raise ApiError(
         501, "NOT_SUPPORTED", "PTY is not supported by the sandproof command emulator (no terminal sessions)"
     )
-
-
-def pty_session(session_id: str) -> NoReturn:
-    """Answer a lookup or delete of a PTY session: there is none (404 ``CONTEXT_NOT_FOUND``)."""
-    raise ApiError(404, "CONTEXT_NOT_FOUND", f"pty session {session_id} not found")
 
 
 def metrics(sb: SandboxRecord, now_ms: int) -> dict[str, Any]:

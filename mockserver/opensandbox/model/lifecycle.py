@@ -111,7 +111,8 @@ def create_sandbox(
         state.profile.name,
         now=state.clock.now(),
         allowed_host_paths=allowed,
-        egress_image=config.egress_image if config is not None else True,
+        policy_refusal=config.policy_refusal() if config is not None else None,
+        max_timeout=config.max_timeout if config is not None else None,
         resolve_snapshot=lambda snapshot_id: state.restorable_snapshot(tenant, snapshot_id),
     )
     sb = state.create(tenant, spec)

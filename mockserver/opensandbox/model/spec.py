@@ -55,8 +55,6 @@ _MEMORY_UNITS = {
 _MAX_INT64 = 2**63 - 1
 _INVALID = "SANDBOX::INVALID_PARAMETER"
 RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
-#: The real server's answer to a ``networkPolicy`` when no egress sidecar image is configured (``validators.py``).
-NO_EGRESS_IMAGE = "egress.image must be configured when networkPolicy is provided."
 
 #: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
 DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"lifecycle": ("POST /sandboxes",)}
@@ -346,7 +344,8 @@ def parse_create(
     *,
     now: float | None = None,
     allowed_host_paths: Sequence[str] = (),
-    egress_image: bool = True,
+    policy_refusal: str | None = None,
+    max_timeout: int | None = None,
     resolve_snapshot: Callable[[str], object] | None = None,
 ) -> CreateSpec:
     """Validate a create body like pydantic (422) and the given runtime (400) would, in the real order.
@@ -354,9 +353,11 @@ def parse_create(
     ``now`` (the server's time) lets the expiry check run where the real server runs it, after the
     platform check; ``allowed_host_paths`` is the server's host-volume allow-list (empty by default);
     ``resolve_snapshot`` raises when a ``snapshotId`` names no snapshot the caller may restore (404 / 409),
-    called where the real server resolves it (after ``poolRef``, before the labels). Without an
-    ``egress_image`` (the real server's ``[egress] image`` unset), any ``networkPolicy`` is a 400 where the real
-    server checks it: after ``secureAccess``, before the policy's targets and ``resourceLimits`` are looked at.
+    called where the real server resolves it (after ``poolRef``, before the labels). ``policy_refusal``
+    (:meth:`.config.ServerConfig.policy_refusal`: host network mode, no ``[egress] image``) makes any
+    ``networkPolicy`` a 400 where the real server checks it: after ``secureAccess``, before the policy's targets
+    and ``resourceLimits`` are looked at. ``max_timeout`` (``[server] max_sandbox_timeout_seconds``) bounds the
+    ``timeout`` right after its expiry is checked, as ``ensure_timeout_within_limit`` does.
     """
     check = Checker()
     data = check.obj(body, ["body"])
@@ -390,6 +391,8 @@ def parse_create(
     platform = None if data.get("platform") is None else _platform(data["platform"])
     if now is not None:
         check_timeout(timeout, now)
+    if max_timeout is not None and timeout is not None and timeout > max_timeout:
+        raise bad_request(_INVALID, f"Sandbox timeout {timeout}s exceeds configured maximum of {max_timeout}s.")
     if docker and secure_access:
         raise bad_request(
             _INVALID,
@@ -397,8 +400,8 @@ def parse_create(
             "Use the Kubernetes runtime to create secured sandboxes.",
         )
     raw_policy = data.get("networkPolicy")
-    if raw_policy is not None and not egress_image:
-        raise bad_request(_INVALID, NO_EGRESS_IMAGE)
+    if raw_policy is not None and policy_refusal is not None:
+        raise bad_request(_INVALID, policy_refusal)
     policy, refusal = sidecar_policy(raw_policy) if raw_policy is not None else (None, None)
     resource_limits = dict(data.get("resourceLimits") or {})
     if docker:

@@ -59,6 +59,8 @@ class OpenSandboxState:
         self.egress_without_policy = False
         #: Status polls to hold running, one entry per next command of any sandbox (armed by :mod:`.faults`).
         self.command_holds: list[int] = []
+        #: The host ports a bridge-mode endpoint names per sandbox: execd's and 8080's (:mod:`.endpoints`).
+        self.host_ports: dict[str, tuple[int, int]] = {}
         self.changes = ChangeLog()
         self.index = SandboxIndex()
         self._due: DueTimes[str] = DueTimes()
@@ -77,6 +79,7 @@ class OpenSandboxState:
             self.snapshots.clear()
             self.metrics_events.clear()
             self.command_holds.clear()
+            self.host_ports.clear()
             self.index.clear()
             self._due.clear()
             self._fs_written.clear()

@@ -1,67 +1,34 @@
-"""execd's command, session and metrics routes (port 44772): parse, call :mod:`..model.execd`, render.
+"""execd's routes (port 44772), one table for every runtime: parse, call :mod:`..model.execd`, run, render.
 
-On the command emulator the code interpreter's routes answer :func:`~..model.code.not_supported`.
+Commands, bash sessions and metrics are here; the code interpreter is :mod:`.code` and PTY sessions
+:mod:`.pty`. What they run on is the mock's :class:`~..execution.Execd` (an interface: no runtime is
+imported here); a route of a capability the runtime lacks answers that capability's documented refusal.
 
-Commands run on the :class:`~..commands.CommandRuntime`; a foreground command's events stream as execd's
-SSE frames, and a client that goes away abandons its command (:func:`~..model.execd.abandon`).
+A foreground command's events stream as execd's SSE frames, and a client that goes away abandons its
+command (:func:`~..model.execd.abandon`).
 """
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_json
-from mockserver.asgi.streams import WatchedStream
-from mockserver.core import IdFactory, VirtualClock
 
-from ..commands import CommandRuntime
-from ..model import code, execd
-from ..model.execd import TAIL_CURSOR_HEADER, RunRequest, frame
-from ..model.records import SandboxRecord
-from ..model.state import OpenSandboxState
+from ..model import execd
+from ..model.execd import TAIL_CURSOR_HEADER
+from .code import code_routes
+from .pty import pty_routes
 from .render import sandbox_of, via_proxy
+from .streams import SSE_HEADERS, ExecdContext, command_stream
 
 __all__ = ["SSE_HEADERS", "ExecdContext", "execd_routes"]
 
-SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
-
-
-@dataclass(frozen=True)
-class ExecdContext:
-    """What the execd routes use: the state (an OOM kill fails a sandbox), the clock, ids and the runtime."""
-
-    state: OpenSandboxState
-    clock: VirtualClock
-    ids: IdFactory
-    commands: CommandRuntime
-
 
 def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
-    """Return the command, session and metrics routes of the sandbox the port gate admitted."""
-    clock = ctx.clock
-
-    def stream(request: Request, sb: SandboxRecord, run: RunRequest) -> Response:
-        notes(request.scope).unknown_fields.extend(run.unknown_fields)
-        record, execution = ctx.commands.start(sb, run)
-        init = {"type": "init", "text": record.id, "timestamp": clock.now_ms()}
-
-        async def events() -> AsyncIterator[bytes]:
-            yield frame(init)
-            if run.background:
-                yield frame({"type": "execution_complete", "execution_time": 0, "timestamp": clock.now_ms()})
-                return
-            async for event in execution.events():
-                yield frame(event)
-
-        return WatchedStream(
-            events(), media_type="text/event-stream", headers=SSE_HEADERS, on_disconnect=lambda: execd.abandon(record)
-        )
+    """Return execd's routes (but its files') of the sandbox the port gate admitted."""
+    commands = ctx.execd.commands
 
     async def ping(request: Request) -> Response:
         sandbox_of(request)
@@ -70,7 +37,9 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
     async def run(request: Request) -> Response:
         sb = sandbox_of(request)
         body = await read_json(request, empty=None)
-        return stream(request, sb, execd.prepare_run(ctx.state, sb, body, via_proxy=via_proxy(request.scope)))
+        return command_stream(
+            request, ctx, sb, execd.prepare_run(ctx.state, sb, body, via_proxy=via_proxy(request.scope))
+        )
 
     async def interrupt(request: Request) -> Response:
         execd.interrupt(sandbox_of(request), request.query_params.get("id"))
@@ -90,26 +59,17 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
     async def run_in_session(request: Request) -> Response:
         sb = sandbox_of(request)
         body = await read_json(request, empty=None)
-        return stream(request, sb, execd.prepare_session_run(sb, request.path_params["sid"], body))
+        sid = request.path_params["sid"]
+        return command_stream(request, ctx, sb, execd.prepare_session_run(sb, sid, body), session_id=sid)
 
     async def delete_session(request: Request) -> Response:
-        execd.delete_session(sandbox_of(request), request.path_params["sid"])
+        sb = sandbox_of(request)
+        execd.delete_session(sb, request.path_params["sid"])
+        commands.forget_session(sb, request.path_params["sid"])
         return Response(status_code=200)
 
-    async def create_pty(request: Request) -> Response:
-        sandbox_of(request)
-        execd.create_pty(await read_json(request, empty=None))
-
-    async def pty_session(request: Request) -> Response:
-        sandbox_of(request)
-        execd.pty_session(request.path_params["sid"])
-
-    async def code_not_supported(request: Request) -> Response:
-        sandbox_of(request)
-        raise code.not_supported()
-
     async def metrics(request: Request) -> Response:
-        return JSONResponse(execd.metrics(sandbox_of(request), clock.now_ms()))
+        return JSONResponse(await commands.metrics(sandbox_of(request)))
 
     return [
         Route("/ping", ping, methods=["GET"]),
@@ -120,12 +80,7 @@ def execd_routes(ctx: ExecdContext) -> list[BaseRoute]:
         Route("/session", create_session, methods=["POST"]),
         Route("/session/{sid}/run", run_in_session, methods=["POST"]),
         Route("/session/{sid}", delete_session, methods=["DELETE"]),
-        Route("/pty", create_pty, methods=["POST"]),
-        Route("/pty/{sid}", pty_session, methods=["GET", "DELETE"]),
         Route("/metrics", metrics, methods=["GET"]),
-        # the code interpreter: a runtime with real processes serves it first (``routes.live``)
-        Route("/code/context", code_not_supported, methods=["POST"]),
-        Route("/code", code_not_supported, methods=["POST", "DELETE"]),
-        Route("/code/contexts", code_not_supported, methods=["GET", "DELETE"]),
-        Route("/code/contexts/{context_id}", code_not_supported, methods=["GET", "DELETE"]),
+        *code_routes(ctx),
+        *pty_routes(ctx),
     ]

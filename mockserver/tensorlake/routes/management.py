@@ -1,7 +1,7 @@
 """The in-sandbox management API's routes (port 9501 behind the proxy): parse, ask the rules, run, render.
 
 The proxy puts the admitted sandbox in the request's scope. Validation, bodies and error codes are the
-model's (:mod:`..model.management`); commands go to the process runtime (:mod:`..processes`), whose events
+model's (:mod:`..model.management`); commands go to the process runtime (:mod:`..execution`), whose events
 ``POST /api/v1/processes/run`` and the ``follow`` routes stream as ``text/event-stream`` ``data:`` frames. A
 client that goes away ends its stream; a ``run``'s process then ends too, a followed process runs on.
 
@@ -34,12 +34,13 @@ from mockserver.asgi.requests import read_body, read_json
 from mockserver.asgi.streams import WatchedStream
 from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
+from mockserver.runtime import Output, Terminal
 
+from ..execution import ProcessRuntime
 from ..model import management as rules
 from ..model.daemon import Daemon, ProcessRecord
 from ..model.records import Sandbox
 from ..model.state import TensorLakeModel
-from ..processes import ProcessRuntime, Terminal
 from .common import SANDBOX_KEY, daemon_error_handler
 
 OP_DATA, OP_RESIZE, OP_READY, OP_EXIT = 0x00, 0x01, 0x02, 0x03
@@ -237,7 +238,7 @@ class ManagementApi:
 
     async def create_pty(self, request: Request) -> Response:
         """Start a program on a new PTY; answer its session id and the token its WebSocket presents."""
-        if not self.runtime.terminals:
+        if not self.runtime.capabilities.pty:
             raise rules.unsupported()
         spec = rules.pty_spec(await read_json(request), notes(request.scope).unknown_fields)
         sandbox = self.sandbox(request)
@@ -249,7 +250,7 @@ class ManagementApi:
 
     async def delete_pty(self, request: Request) -> Response:
         """End a PTY session and its program."""
-        if not self.runtime.terminals:
+        if not self.runtime.capabilities.pty:
             raise rules.unsupported()
         sandbox = self.sandbox(request)
         session = rules.pty_session(self.daemon(request), request.path_params["session"], None, need_token=False)
@@ -264,7 +265,7 @@ class ManagementApi:
         sandbox: Sandbox = websocket.scope["state"][SANDBOX_KEY]
         token = websocket.headers.get("x-pty-token") or websocket.query_params.get("token")
         try:
-            if not self.runtime.terminals:
+            if not self.runtime.capabilities.pty:
                 raise rules.unsupported()
             session = rules.pty_session(self.model.daemon_of(sandbox), websocket.path_params["session"], token)
         except ApiError as refusal:
@@ -277,12 +278,13 @@ class ManagementApi:
         await websocket.accept()
 
         async def output() -> None:
-            async for item in terminal.output():
-                if isinstance(item, bytes):
-                    await websocket.send_bytes(bytes([OP_DATA]) + item)
+            async for event in terminal.events():
+                if isinstance(event, Output):
+                    await websocket.send_bytes(bytes([OP_DATA]) + event.data)
                 else:
-                    await websocket.send_bytes(bytes([OP_EXIT]) + struct.pack(">i", item))
-                    await websocket.close(code=1000, reason=f"exit:{item}")
+                    code = event.shell_code
+                    await websocket.send_bytes(bytes([OP_EXIT]) + struct.pack(">i", code))
+                    await websocket.close(code=1000, reason=f"exit:{code}")
                     return
 
         async def keyboard() -> None:
@@ -294,7 +296,7 @@ class ManagementApi:
                 if not data:
                     continue
                 if data[0] == OP_DATA:
-                    terminal.write(data[1:])
+                    terminal.write_stdin(data[1:])
                 elif data[0] == OP_RESIZE and len(data) >= 5:
                     cols, rows = struct.unpack(">HH", data[1:5])
                     terminal.resize(rows, cols)
@@ -305,7 +307,7 @@ class ManagementApi:
         """Relay one TCP connection to ``?port=`` inside the sandbox over binary WebSocket messages."""
         sandbox: Sandbox = websocket.scope["state"][SANDBOX_KEY]
         try:
-            if not self.runtime.terminals:
+            if not self.runtime.capabilities.ports:
                 raise rules.unsupported()
             port = rules.tunnel_port(websocket.query_params.get("port"))
             reader, writer = await self.runtime.open_port(sandbox, port)

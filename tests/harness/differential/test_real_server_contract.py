@@ -8,7 +8,8 @@ import pytest
 from hypothesis import settings
 
 from harness.differential.real_server import RealOpenSandboxServer
-from harness.machines.opensandbox.machine import http_clients, machine_settings, make_machine, run_machine
+from harness.machines.opensandbox.machine import make_machine
+from harness.machines.opensandbox.run import http_clients, machine_settings, run_machine
 
 #: The groups a real server on a fake Docker engine can serve: no execd or egress sidecar runs there.
 GROUPS = ("lifecycle", "pause-resume", "renew", "endpoints")

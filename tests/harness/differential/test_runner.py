@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from harness.differential.campaign import KEY, mock_for_differential, run_campaign
+from harness.differential.campaign import KEY, LIMITED, mock_for_differential, run_campaign, sides
+from harness.differential.canonical import on
 from harness.differential.deviations import (
     KNOWN_DEVIATIONS,
     Deviation,
@@ -63,9 +64,9 @@ def real() -> Iterator[RealOpenSandboxServer]:
 
 
 @pytest.fixture(scope="module")
-def mock_url() -> Iterator[str]:
-    """Serve one mock for the module, configured as the real server (no egress sidecar image)."""
-    with mock_for_differential().server() as server:
+def mock_url(real: RealOpenSandboxServer) -> Iterator[str]:
+    """Serve one mock for the module, built from the real server's own configuration file."""
+    with mock_for_differential(real).server() as server:
         yield server.url
 
 
@@ -106,7 +107,7 @@ def test_small_campaign(runner: DifferentialRunner) -> None:
 
 def test_campaign_counts_a_wrong_mock(real: RealOpenSandboxServer) -> None:
     """A mock whose create answers 200 diverges on every created sandbox; the summary counts it per operation."""
-    mock = mock_for_differential()
+    mock = mock_for_differential(real)
     wrong = _rewrite(mock.app, "POST", "/v1/sandboxes", lambda s, b: (200 if s == 202 else s, b))
     with (
         MockServer(wrong) as server,
@@ -118,6 +119,45 @@ def test_campaign_counts_a_wrong_mock(real: RealOpenSandboxServer) -> None:
     assert {c.step.operation for c in result.divergent} == {"create"}
     assert "status: real 202 != candidate 200" in result.report()
     assert f"{len(result.divergent)} divergent" in result.summary()
+
+
+#: What the non-default configuration (:data:`~harness.differential.campaign.LIMITED`) changes, on both sides.
+LIMITED_PROGRAM = Program(
+    "limited-configuration",
+    (
+        create("timeout-over-maximum", timeout=10_000_000_000),
+        create("timeout-over-maximum", timeout=86_401),
+        create("network-policy", networkPolicy={"defaultAction": "deny", "egress": []}),
+        create(
+            "allowed-host-volume",
+            volumes=[{"name": "d", "host": {"path": "/tmp/sandproof-allowed/x"}, "mountPath": "/data"}],
+        ),
+        create("host-volume-off-list", volumes=[{"name": "d", "host": {"path": "/srv/x"}, "mountPath": "/data"}]),
+        create("valid", timeout=86_400),
+        on("endpoint", 6, "bridge-execd"),
+        on("endpoint", 6, "bridge-http", port="8080"),
+        on("endpoint", 6, "server-proxy", params=(("use_server_proxy", "true"),)),
+    ),
+)
+
+
+def test_a_non_default_configuration_runs_alike_on_both_sides() -> None:
+    """Both servers run from one file with a maximum timeout, no egress image, a narrow port range and an allow-list.
+
+    The maximum timeout's 400, the missing egress image's 400, the allow-list and the bridge-mode endpoints
+    (``<host-port>/proxy/44772``; 8080 its own host port) match; a small seeded campaign finds nothing unexplained.
+    """
+    with sides(LIMITED) as (real_side, mock_side), DifferentialRunner(real_side, mock_side) as diff_runner:
+        result = diff_runner.run(LIMITED_PROGRAM)
+        assert result.ok, "unlisted divergences:\n" + result.report()
+        statuses = [c.real.status for c in result.comparisons]
+        assert statuses[:3] == [400, 400, 400] and statuses[5] == 202, result.report(covered=True)
+        over = result.comparisons[0].candidate.raw
+        assert "exceeds configured maximum of 86400s" in over, over
+        endpoint = result.comparisons[6].candidate.body
+        assert endpoint == {"endpoint": "<host-port>/proxy/44772"}, endpoint
+        campaign = run_campaign(diff_runner, steps=20)
+    assert campaign.ok, campaign.report()
 
 
 # -- findings ----------------------------------------------------------------------------------------
@@ -421,7 +461,9 @@ def test_relative_times_and_deviation_matching() -> None:
     assert RelTime(60, "plus2").render(anchor)[0] == "2030-01-01T02:01:00.500000+02:00"
     assert RelTime(-60, "naive").render(anchor)[0] == "2029-12-31T23:59:00.500000"
     [endpoint] = [d for d in KNOWN_DEVIATIONS if d.operation == "endpoint:direct*"]
-    assert endpoint.covers("endpoint:direct-execd", "body.endpoint")
+    own = '"<host-port>/proxy/44772" -> "<server>/direct/sb-1/44772"'
+    assert endpoint.covers("endpoint:direct-execd", "body.endpoint", own)
+    assert not endpoint.covers("endpoint:direct-execd", "body.endpoint", '"<host-port>/proxy/44772" -> "<host-port>:1"')
     assert not endpoint.covers("endpoint:server-proxy", "body.endpoint")
     assert not endpoint.covers("endpoint:direct-execd", "status")
     f10 = Deviation("endpoint:invalid-port*", "status", "400", "404", "example", "F10", "400 -> 404")

@@ -11,14 +11,16 @@ from hypothesis import settings
 from harness.machines.opensandbox.machine import (
     ContractViolation,
     execd_framing_problem,
-    http_clients,
-    machine_settings,
     make_machine,
     parse_run,
-    run_machine,
 )
 from harness.machines.opensandbox.proxy_rules import PROXY_HEADERS
-from harness.machines.opensandbox.run import MUTANT_SEEDS
+from harness.machines.opensandbox.run import (
+    MUTANT_SEEDS,
+    http_clients,
+    machine_settings,
+    run_machine,
+)
 from harness.machines.opensandbox.run import check_mock as run_against_mock
 from harness.machines.opensandbox.run import kills_mutant as run_mutant
 from harness.reporting.mutation import Kill, load_mutants, mutation_score
@@ -57,7 +59,7 @@ def test_the_machine_kills_the_mutant(mutant: MockMutant) -> None:
     failure: BaseException | None = None
     with ledger(strict=bool(mutant.choice)):
         for seed in MUTANT_SEEDS:
-            failure = run_against_mock(mutant(), operations=[mutant.operation], settings=_settings(), seed=seed)
+            failure = run_against_mock(mutant(), operations=[mutant.caught_by], settings=_settings(), seed=seed)
             if failure is not None:
                 break
     assert failure is not None, f"{mutant.name} survived {BOUND} programs per seed: {mutant.defect}"

@@ -9,18 +9,20 @@ from __future__ import annotations
 import pytest
 
 from harness.machines.tensorlake.machine import (
-    MUTANT_SEEDS,
     OPERATIONS,
     ContractViolation,
+    make_machine,
+    parse_sse,
+)
+from harness.machines.tensorlake.run import (
+    MUTANT_SEEDS,
     check_mock,
     http_clients,
     kills_mutant,
     machine_settings,
-    make_machine,
-    parse_sse,
     run_machine,
+    run_mock,
 )
-from harness.machines.tensorlake.run import run_mock
 from harness.machines.tensorlake.steps import framing_problem
 from harness.reporting.mutation import load_mutants, mutation_score
 from harness.strength import ledger
@@ -155,9 +157,11 @@ def test_a_pinned_key_set_is_what_the_oracle_expects(admin: bool) -> None:
         )
         state = machine()
         try:
-            handle = state._create("create", {"resources": {"cpus": 1.0, "memory_mb": 1024}, "exposed_ports": [3000]})
+            handle = state.steps.create(
+                "create", {"resources": {"cpus": 1.0, "memory_mb": 1024}, "exposed_ports": [3000]}
+            )
             for port in (9501, 3000):
-                assert state._ingress_once(handle, port, "other-key", by_name=False)
+                assert state.proxy.ingress_once(handle, port, "other-key", by_name=False)
             refused = [e for e in mock.journal.entries() if e.status == 401 and e.sandbox_id == handle.target_id]
             assert len(refused) == 2
             state.teardown()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.plugin.fixtures import export_sdk_env, sdk_env_wanted
+from harness.plugin.fixtures import export_sdk_env
 from harness.plugin.state import SandproofState
 from harness.reporting.report import ContractReport
 from harness.targets import parse_target
@@ -21,17 +21,6 @@ def _mock_state(runtime_problem: str | None = None) -> SandproofState:
     target = parse_target("mock")
     target.configure(container=False)
     return SandproofState(target=target, report=ContractReport("mock"), runtime_problem=runtime_problem)
-
-
-@pytest.mark.parametrize(
-    ("args", "wanted"),
-    [((), False), (("--sandproof-sdk-env",), True), (("-o", "sandproof_sdk_env=true"), True)],
-    ids=["neither", "option", "ini"],
-)
-def test_sdk_env_is_wanted_by_the_option_or_the_ini(
-    pytester: pytest.Pytester, args: tuple[str, ...], wanted: bool
-) -> None:
-    assert sdk_env_wanted(pytester.parseconfig(*args)) is wanted
 
 
 def test_export_sets_both_mocks_env_until_the_run_closes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,7 +109,7 @@ def test_the_environment_was_set_before_this_module_was_imported(tensorlake_mock
 """
 
 
-@pytest.mark.parametrize("how", [("--sandproof-sdk-env",), ("-o", "sandproof_sdk_env=true")])
+@pytest.mark.parametrize("how", [("--sandproof-sdk-env",), ("-o", "sandproof_sdk_env=always")])
 def test_sdk_env_is_exported_before_test_modules_are_imported(pytester: pytest.Pytester, how: tuple[str, ...]) -> None:
     pytester.makepyfile(EARLY_ENV)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *how)
@@ -128,9 +117,20 @@ def test_sdk_env_is_exported_before_test_modules_are_imported(pytester: pytest.P
     assert "TENSORLAKE_API_URL" not in os.environ or not os.environ["TENSORLAKE_API_URL"].startswith("http://127.0.0.1")
 
 
-def test_without_the_option_a_module_level_read_sees_no_mock(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(EARLY_ENV)
+def test_by_default_a_module_that_imports_an_sdk_at_its_top_gets_the_environment_first(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_a_plain="def test_plain():\n    pass\n", test_b_sdk="import tensorlake\n" + EARLY_ENV)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("how", [(), ("--no-sandproof-sdk-env",)], ids=["no-sdk-import", "never"])
+def test_a_module_level_read_sees_no_mock_without_an_sdk_import_or_with_never(
+    pytester: pytest.Pytester, how: tuple[str, ...]
+) -> None:
+    pytester.makepyfile(("import tensorlake\n" if how else "") + EARLY_ENV)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *how)
     result.assert_outcomes(failed=1)
 
 
@@ -150,5 +150,5 @@ def test_the_real_sdk_imported_at_module_top_reaches_the_mock(pytester: pytest.P
             sandbox.terminate()
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sandproof-sdk-env")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # the default (auto) is enough
     result.assert_outcomes(passed=2)

@@ -33,7 +33,7 @@ def test_the_options_default_to_the_in_process_mocks(pytester: pytest.Pytester) 
     assert config.getoption("sandproof_runtime") == "emulator"
     assert config.getoption("sandproof_concurrency") == DEFAULT_CONCURRENCY
     assert config.getoption("sandproof_progress") == 15.0
-    assert config.getini("sandproof_sdk_env") is False
+    assert config.getini("sandproof_sdk_env") == "auto"
 
 
 def test_markers_are_registered(pytester: pytest.Pytester) -> None:

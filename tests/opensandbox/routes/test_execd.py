@@ -11,12 +11,16 @@ from opensandbox import Sandbox
 from opensandbox.exceptions import SandboxApiException
 
 from mockserver.core import VirtualClock
+from mockserver.linux.requirements import check_requirements
 from mockserver.opensandbox import OpenSandboxMock
+from mockserver.opensandbox.mock import RuntimeName
 
 from ..conftest import run
 from ..create_cases import BODY
 
 DROPPED = 50
+LINUX = check_requirements()
+needs_linux = pytest.mark.skipif(not LINUX.ok, reason=LINUX.message())
 
 
 def _wait(predicate: object, timeout: float = 10.0) -> None:
@@ -55,18 +59,24 @@ def test_a_stream_read_to_its_end_is_not_abandoned() -> None:
         assert mock.commands.running() == 1  # a background command runs on without a reader, as on execd
 
 
-def test_one_advance_that_crosses_a_sleep_releases_it_at_once() -> None:
-    mock = OpenSandboxMock(clock=VirtualClock("manual"))
-    with mock.server() as srv, httpx.Client(base_url=srv.url, timeout=10) as client:
+@pytest.mark.parametrize("runtime", ["emulator", pytest.param("linux", marks=needs_linux)])
+def test_one_advance_that_crosses_a_sleep_releases_it_at_once(runtime: RuntimeName) -> None:
+    """On both runtimes: an advance short of the deadline holds ``sleep 5``; the one that crosses it releases it."""
+    mock = OpenSandboxMock(clock=VirtualClock("manual"), runtime=runtime)
+    with mock.server() as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
         sid = client.post("/v1/sandboxes", json=BODY).json()["id"]
         started = client.post(f"/direct/{sid}/44772/command", json={"command": "sleep 5", "background": True})
         assert started.status_code == 200
         [record] = mock.sandbox(sid).commands.values()
-        time.sleep(0.2)
+        time.sleep(0.3)
         assert record.running, "a manual clock that has not moved holds the sleep"
+        assert client.post("/_mock/clock/advance", json={"seconds": 4}).status_code == 200
+        time.sleep(0.3)
+        assert record.running, "an advance short of the deadline holds it still"
         assert client.post("/_mock/clock/advance", json={"seconds": 60}).status_code == 200
-        _wait(lambda: not record.running, timeout=2.0)
+        _wait(lambda: not record.running, timeout=5.0)
         assert record.exit_code == 0
+    mock.close()
 
 
 def test_the_emulator_refuses_the_code_interpreter_naming_the_linux_runtime() -> None:

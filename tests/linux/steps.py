@@ -1,7 +1,8 @@
-"""The emulator's interface on a real sandbox: ``run(command, *, env, cwd, stdin) -> Iterator[Step]``.
+"""The emulator's interface on a real sandbox, for tests: ``run(command, *, env, cwd, stdin) -> Iterator[Step]``.
 
-:class:`StepRunner` has the signature of :meth:`mockserver.sandbox.CommandEmulator.run`, so the OpenSandbox
-``Runner`` protocol and any code walking ``Output``/``Sleep``/``Exit`` steps take it unchanged. It never
+:class:`StepRunner` has the signature of :meth:`mockserver.sandbox.CommandEmulator.run`, so the runtime's
+:class:`~mockserver.runtime.emulator.Runner` protocol and any code walking ``Output``/``Sleep``/``Exit`` steps
+take it unchanged: the tests run the same commands on both and compare their steps. It never
 yields ``Sleep`` (real time passes by itself); ``Exit`` carries the shell-style code (128 + signal when
 killed, so 137 for SIGKILL and OOM kills). A command that cannot start yields the shell's message on stderr
 and ``Exit(127)`` (not found, or a missing working directory) or ``Exit(126)`` (not executable), as
@@ -16,18 +17,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 
+from mockserver.linux.process import ExitStatus, LinuxProcess, OutputChunk
+from mockserver.linux.sandbox import LinuxSandbox, SandboxStateError, SpawnError
+from mockserver.runtime import spawn_exit_code
 from mockserver.sandbox.steps import Exit, Output, Step
-
-from .process import ExitStatus, LinuxProcess, OutputChunk
-from .sandbox import LinuxSandbox, SandboxStateError, SpawnError
 
 __all__ = ["StepRunner", "status_steps"]
 
-_SPAWN_CODES = {"permission_denied": 126}
-
 
 def _failure(exc: SpawnError) -> list[Step]:
-    return [Output("stderr", f"sh: {exc.message}\n".encode()), Exit(_SPAWN_CODES.get(exc.code, 127))]
+    return [Output("stderr", f"sh: {exc.message}\n".encode()), Exit(spawn_exit_code(exc.code))]
 
 
 def _stop(proc: LinuxProcess) -> None:

@@ -1,0 +1,179 @@
+"""execd's PTY routes (port 44772): sessions and their WebSocket, on a runtime with the ``pty`` capability.
+
+Parsing, frames and refusals are :mod:`..model.pty`'s; the sessions are the runtime's
+(:class:`~..execution.PtySessions`). A refused WebSocket gets execd's HTTP answer (404 ``CONTEXT_NOT_FOUND``,
+409 ``ALREADY_CONNECTED``) instead of the upgrade. Where the runtime has no terminals (the command emulator)
+``POST /pty`` answers 501 ``NOT_SUPPORTED`` (:func:`~..model.execd.create_pty`), a session's routes find no
+session (404 ``CONTEXT_NOT_FOUND``), as execd answers a session it does not have, and its WebSocket is
+closed before the handshake as a path the port does not serve (4404, see :mod:`.ports`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from mockserver.asgi.requests import read_json
+from mockserver.core import ApiError
+
+from ..execution import Holder, PtySession, PtySessions
+from ..model import execd
+from ..model import pty as pty_rules
+from ..model.records import SandboxRecord
+from .ports import NOT_SERVED_CLOSE
+from .render import SANDBOX_KEY, error_response, sandbox_of
+from .streams import ExecdContext
+
+__all__ = ["pty_routes"]
+
+
+def pty_routes(ctx: ExecdContext) -> list[BaseRoute]:
+    """Return the PTY routes of the sandbox the port gate admitted."""
+
+    def session_of(ptys: PtySessions | None, sb: SandboxRecord, session_id: str) -> PtySession:
+        if ptys is None:
+            raise pty_rules.session_not_found(session_id)
+        return ptys.get(sb, session_id)
+
+    async def create_pty(request: Request) -> Response:
+        sb = sandbox_of(request)
+        ptys = ctx.execd.ptys
+        body = await read_json(request, empty=None)
+        if ptys is None:
+            execd.create_pty(body)
+        pty_request = pty_rules.parse_create(body)
+        if pty_request.cwd is not None:
+            execd.resolve_cwd(sb, pty_request.cwd)
+        session = ptys.create(sb, pty_request)
+        return JSONResponse({"session_id": session.id}, status_code=201)
+
+    async def pty_status(request: Request) -> Response:
+        session = session_of(ctx.execd.ptys, sandbox_of(request), request.path_params["sid"])
+        return JSONResponse(pty_rules.status_body(session.id, session.running, session.total))
+
+    async def delete_pty(request: Request) -> Response:
+        sb = sandbox_of(request)
+        session_of(ctx.execd.ptys, sb, request.path_params["sid"])
+        assert ctx.execd.ptys is not None
+        ctx.execd.ptys.delete(sb, request.path_params["sid"])
+        return Response(status_code=200)
+
+    async def pty_socket(websocket: WebSocket) -> None:
+        sb = websocket.scope["state"][SANDBOX_KEY]
+        attach = pty_rules.parse_attach(dict(websocket.query_params))
+        ptys = ctx.execd.ptys
+        if ptys is None:  # execd takes no WebSocket on this runtime
+            await websocket.close(code=NOT_SERVED_CLOSE, reason="not found")
+            return
+        try:
+            session = session_of(ptys, sb, websocket.path_params["sid"])
+            if session.holder is not None and not attach.takeover:
+                raise pty_rules.already_connected(session.id)
+        except ApiError as refusal:
+            await _deny(websocket, refusal)
+            return
+        await websocket.accept()
+        if session.holder is not None:
+            await session.holder.evict()
+        holder = Holder(lambda: _evict(websocket))
+        session.holder = holder
+        try:
+            await _serve(ptys, sb, session, holder, websocket, attach)
+        finally:
+            if session.holder is holder:
+                session.holder = None
+
+    return [
+        Route("/pty", create_pty, methods=["POST"]),
+        Route("/pty/{sid}", pty_status, methods=["GET"]),
+        Route("/pty/{sid}", delete_pty, methods=["DELETE"]),
+        WebSocketRoute("/pty/{sid}/ws", pty_socket),
+    ]
+
+
+async def _deny(websocket: WebSocket, refusal: ApiError) -> None:
+    """Refuse a WebSocket with execd's HTTP answer where the server can send one, else close it."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(error_response(refusal))
+    else:
+        await websocket.close(code=4000 + refusal.status, reason=refusal.code)
+
+
+async def _evict(websocket: WebSocket) -> None:
+    with contextlib.suppress(Exception):
+        await websocket.close(code=pty_rules.TAKEN_OVER_CLOSE, reason="TAKEN_OVER")
+
+
+async def _serve(
+    ptys: PtySessions,
+    sb: SandboxRecord,
+    session: PtySession,
+    holder: Holder,
+    websocket: WebSocket,
+    attach: pty_rules.Attach,
+) -> None:
+    """Start the shell if needed, replay, announce, then relay both ways until the shell ends or the client goes."""
+    if not session.started:
+        failure = await ptys.start(sb, session, attach.pipe)
+        if failure is not None:
+            await websocket.send_text(pty_rules.error_frame("START_FAILED", failure))
+            await websocket.close()
+            return
+    if attach.since is not None:
+        offset, data = session.replay(attach.since)
+        if data:
+            await websocket.send_bytes(bytes([pty_rules.REPLAY]) + offset.to_bytes(8, "big") + data)
+    await websocket.send_text(pty_rules.connected_frame(session.id, session.pipe))
+    if session.exit_code is not None:
+        await websocket.send_text(pty_rules.exit_frame(session.exit_code))
+        await websocket.close(code=1000, reason="process exited")
+        return
+
+    async def output() -> None:
+        while True:
+            item = await holder.queue.get()
+            if isinstance(item, int):
+                await websocket.send_text(pty_rules.exit_frame(item))
+                await websocket.close(code=1000, reason="process exited")
+                return
+            channel, data = item
+            await websocket.send_bytes(bytes([channel]) + data)
+
+    async def keyboard() -> None:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message.get("bytes") is not None:
+                data = message["bytes"]
+                if data and data[0] == pty_rules.STDIN:
+                    session.write(data[1:])
+                continue
+            client = pty_rules.client_frame(message.get("text") or "")
+            if client is None:
+                continue
+            if client.kind == "resize":
+                session.resize(client.rows, client.cols)
+            elif client.kind == "signal":
+                session.signal(client.signal)
+            elif client.kind == "stdin":
+                session.write(client.data)
+            elif client.kind == "ping":
+                await websocket.send_text('{"type":"pong"}')
+            else:
+                await websocket.send_text(pty_rules.error_frame("INVALID_FRAME", "unknown frame type"))
+
+    tasks = [asyncio.ensure_future(output()), asyncio.ensure_future(keyboard())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for result in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(result, Exception) and not isinstance(result, WebSocketDisconnect | RuntimeError | OSError):
+                raise result

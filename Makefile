@@ -8,6 +8,11 @@ BASE_STAMP := $(VENV)/.sandproof-base-installed
 NEMO_STAMP := $(VENV)/.nemo-gym-installed
 OSS_VENV := .venv-oss
 OSS_STAMP := $(OSS_VENV)/.installed
+CLIENTS_VENV := .venv-clients
+CLIENTS_STAMP := $(CLIENTS_VENV)/.installed
+CLIENTS_JS := tests/clients/js
+NODE_DIR := .cache/node
+NODE_STAMP := $(NODE_DIR)/.installed
 TARGET ?= mock
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -40,12 +45,33 @@ $(OSS_STAMP):
 	$(OSS_VENV)/bin/python -m pip --disable-pip-version-check -q install opensandbox-server==1.1.1
 	touch $@
 
-# The project's venv and the real server's are independent: they install side by side. The project's own modules
-# are byte-compiled too: with PYTHONDONTWRITEBYTECODE set (as in the Dockerfile) every process (each xdist worker,
-# each served mock a test starts) would otherwise compile them from source again; Python still checks each
-# source's time stamp, so an edited module is compiled afresh.
+# The osb CLI and opensandbox-mcp (tests/clients) live in a venv of their own: opensandbox-mcp needs starlette >= 1.3
+# and mcp 2, which must not move the project's pins.
+$(CLIENTS_STAMP):
+	$(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python -m pip --disable-pip-version-check -q install opensandbox-cli==1.1.1 opensandbox-mcp==1.1.1
+	touch $@
+
+# Node 22 (the TypeScript tensorlake SDK needs >= 22) and the TypeScript SDKs, from the npm registry, pinned by
+# tests/clients/js/package-lock.json, under .cache/node. Without npm or the registry nothing fails: the stamp stays
+# unwritten and the TypeScript client tests skip, saying why.
+$(NODE_STAMP): $(CLIENTS_JS)/package.json $(CLIENTS_JS)/package-lock.json
+	@mkdir -p $(NODE_DIR)
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "no npm: the TypeScript client tests (tests/clients) skip"; \
+	elif cp $(CLIENTS_JS)/package.json $(CLIENTS_JS)/package-lock.json $(NODE_DIR)/ && \
+		(cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then \
+		touch $@; \
+	else \
+		echo "npm ci failed (no registry?): the TypeScript client tests (tests/clients) skip"; \
+	fi
+
+# The project's venv, the real server's and the clients' are independent: they install side by side. The project's
+# own modules are byte-compiled too: with PYTHONDONTWRITEBYTECODE set (as in the Dockerfile) every process (each
+# xdist worker, each served mock a test starts) would otherwise compile them from source again; Python still
+# checks each source's time stamp, so an edited module is compiled afresh.
 install:
-	@$(MAKE) --no-print-directory -j2 $(STAMP) $(NEMO_STAMP) $(OSS_STAMP)
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(NEMO_STAMP) $(OSS_STAMP) $(CLIENTS_STAMP) $(NODE_STAMP)
 	@$(PY) -m compileall -q mockserver harness sandproof contracts tests bench > /dev/null
 
 # Debian packages the suite drives for real: Chromium for the dashboard test (never a downloaded browser) and
@@ -128,4 +154,4 @@ sdk-matrix: $(STAMP)
 	$(PY) -m harness.sdk_matrix
 
 clean:
-	rm -rf $(VENV) $(OSS_VENV) reports .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(OSS_VENV) $(CLIENTS_VENV) $(NODE_DIR) reports .mypy_cache .ruff_cache .hypothesis

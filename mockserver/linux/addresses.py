@@ -16,6 +16,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from mockserver.core.dns import SANDBOX_RESOLVER
+
 __all__ = [
     "INFRA_NETS",
     "LINK_NET",
@@ -27,7 +29,8 @@ __all__ = [
     "link_for",
 ]
 
-RESOLVER = "100.64.0.53"
+#: The world's DNS server: the one resolver address of every sandbox, on both runtimes (``mockserver.core.dns``).
+RESOLVER = SANDBOX_RESOLVER
 LINK_NET = ipaddress.IPv4Network("100.96.0.0/11")
 MAX_LINKS = LINK_NET.num_addresses // 2
 SERVED_NETS: tuple[str, ...] = ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "198.18.0.0/15")

@@ -12,21 +12,29 @@ virtual clock, kills the command when its ``timeout`` (ms) runs out and pushes e
 queue the foreground SSE stream drains. Background commands have no reader: their output goes to
 the combined log only.
 
+A bash session's run (:meth:`EmulatorCommands.run_in_session`) starts from the session's variables and
+directory and keeps where the emulator's shell ended (:class:`~mockserver.sandbox.steps.ShellEnd`) for the
+next run, as the linux runtime keeps what its bash dumps; its output is stdout and stderr folded, one line per
+``stdout`` event (empty lines dropped), as execd sends a session's output.
+
 Known deviations: ``ping`` events come every 3 s of *virtual* time; there is no 1 s grace sleep
-after completion; ``uid``/``gid`` are accepted and ignored.
+after completion; ``uid``/``gid`` are accepted and ignored. A session keeps every variable the emulated
+shell ends with (it has no unexported variables), and also what a run that ended with ``exit`` set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
 from mockserver.runtime import EMULATOR, Capabilities
 from mockserver.runtime.emulator import EmulatorBackend, Runner
 from mockserver.sandbox.network import HttpTable
-from mockserver.sandbox.steps import Exit, Output, Sleep
+from mockserver.sandbox.steps import Exit, Output, ShellEnd, Sleep
 
 from .execution import RunningCommand
 from .model import execd
@@ -36,12 +44,14 @@ from .model.records import CommandRecord, SandboxRecord
 
 __all__ = [
     "DEVIATING_OPERATIONS",
+    "NOT_PERSISTED",
     "PING_INTERVAL",
     "CommandRuntime",
     "EmulatorCommands",
     "EventQueue",
     "Execution",
     "RunnerFactory",
+    "SessionState",
     "emulator_runner",
     "frame",
 ]
@@ -50,7 +60,24 @@ __all__ = [
 DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"execd": ("POST /command", "POST /session/{sessionId}/run")}
 
 PING_INTERVAL = 3.0
+#: Variables a bash session does not carry to its next run (the shell sets them afresh).
+NOT_PERSISTED = frozenset({"PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "_", "SHLVL", "OLDPWD", "PWD"})
 _END = object()
+
+
+@dataclass
+class SessionState:
+    """A bash session's state between runs: its exported variables and working directory."""
+
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+    started: bool = False
+
+    def keep(self, end: ShellEnd) -> None:
+        """Keep where a run's shell ended as the session's state for its next run."""
+        self.env = {k: v for k, v in end.env.items() if k not in NOT_PERSISTED}
+        self.cwd = end.cwd
+        self.started = True
 
 
 #: Builds a sandbox's runner; ``gate`` answers its DNS and connection checks by its current egress policy.
@@ -106,6 +133,7 @@ class Execution(EventQueue):
         timeout_ms: int | None,
         stream: bool,
         argv: Sequence[str] | None = None,
+        session: Callable[[ShellEnd], None] | None = None,
     ) -> None:
         super().__init__(stream)
         self.record = record
@@ -115,6 +143,8 @@ class Execution(EventQueue):
         self.env = dict(env)
         self.cwd = cwd
         self.timeout = None if not timeout_ms or timeout_ms <= 0 else timeout_ms / 1000.0
+        self.session = session
+        self._lines: _Lines | None = _Lines() if session is not None else None
         self.done = asyncio.Event()
 
     def start(self) -> None:
@@ -163,6 +193,10 @@ class Execution(EventQueue):
         for step in self.runner.run(command, env=self.env, cwd=self.cwd):
             if isinstance(step, Output):
                 self.record.output.extend(step.data)
+                if self._lines is not None:
+                    for line in self._lines.take(step.data):
+                        self._emit({"type": "stdout", "text": line, "timestamp": self.clock.now_ms()})
+                    continue
                 text = step.data.decode("utf-8", "replace")
                 self._emit({"type": step.stream, "text": text, "timestamp": self.clock.now_ms()})
             elif isinstance(step, Sleep):
@@ -176,9 +210,36 @@ class Execution(EventQueue):
                         next_ping = self.clock.now() + PING_INTERVAL
                         self._emit({"type": "ping", "text": "pong", "timestamp": self.clock.now_ms()})
             elif isinstance(step, Exit):
+                self._end_session(step.shell)
                 return step.code
             await asyncio.sleep(0)
+        self._end_session(None)
         return 0
+
+    def _end_session(self, end: ShellEnd | None) -> None:
+        """Send a session run's last partial line, and hand the session where its shell ended."""
+        if self._lines is not None:
+            for line in self._lines.take(b"", final=True):
+                self._emit({"type": "stdout", "text": line, "timestamp": self.clock.now_ms()})
+        if self.session is not None and end is not None:
+            self.session(end)
+
+
+class _Lines:
+    """Split a session run's output into the bare lines execd sends (empty ones dropped)."""
+
+    def __init__(self) -> None:
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.partial = ""
+
+    def take(self, data: bytes, *, final: bool = False) -> list[str]:
+        """Return the complete lines ``data`` ends (every line left, when ``final``)."""
+        self.partial += self.decoder.decode(data, final=final)
+        *complete, self.partial = self.partial.split("\n")
+        if final:
+            complete.append(self.partial)
+            self.partial = ""
+        return [line for line in complete if line]
 
 
 def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
@@ -198,12 +259,12 @@ def _cancel(task: asyncio.Task[None], loop: asyncio.AbstractEventLoop) -> None:
 class CommandRuntime:
     """The :class:`~.execution.Commands` execd's routes start commands on: the model's validated requests, a task each.
 
-    :attr:`capabilities` say what else the runtime serves (the emulator: nothing; see
-    :class:`~.linux_runtime.LinuxCommandRuntime`). A runtime implements :meth:`start`, and the session and
-    metrics methods where it does more.
+    :attr:`capabilities` say what else the runtime serves (here: nothing; the emulator keeps bash sessions,
+    see :class:`EmulatorCommands` and :class:`~.linux_runtime.LinuxCommandRuntime`). A runtime implements
+    :meth:`start`, and the session and metrics methods where it does more.
     """
 
-    capabilities: Capabilities = EMULATOR
+    capabilities: Capabilities = Capabilities()
 
     def __init__(self, clock: VirtualClock, ids: IdFactory) -> None:
         self.clock = clock
@@ -239,6 +300,8 @@ class CommandRuntime:
 class EmulatorCommands(CommandRuntime):
     """Run the model's validated commands in the command emulator: one runner per sandbox (built by ``factory``)."""
 
+    capabilities = EMULATOR
+
     def __init__(
         self, clock: VirtualClock, ids: IdFactory, dns: DnsTable, enforcement: str, factory: RunnerFactory
     ) -> None:
@@ -247,14 +310,16 @@ class EmulatorCommands(CommandRuntime):
         self.enforcement = enforcement
         self.factory = factory
         self.backend: EmulatorBackend[SandboxRecord] = EmulatorBackend(self._runner, key=lambda sb: sb.id)
+        self.sessions: dict[tuple[str, str], SessionState] = {}
 
     def _runner(self, sb: SandboxRecord) -> Runner:
         gate = PolicyGate(lambda: effective_policy(sb), self.dns, self.enforcement)
         return self.factory(sb, gate)
 
     def clear(self) -> None:
-        """Forget every runner (the sandboxes are gone or replaced)."""
+        """Forget every runner and session (the sandboxes are gone or replaced)."""
         self.backend.clear()
+        self.sessions.clear()
 
     def runner_for(self, sb: SandboxRecord) -> Runner:
         """Return the sandbox's runner; its egress obeys the sandbox's policy at the time of each check."""
@@ -276,3 +341,33 @@ class EmulatorCommands(CommandRuntime):
         execution.start()
         self._live.add(execution)
         return record, execution
+
+    def run_in_session(
+        self, sb: SandboxRecord, session_id: str, run: RunRequest
+    ) -> tuple[CommandRecord, RunningCommand]:
+        """Run a command in a bash session: from the session's variables and directory, keeping where it ends."""
+        state = self.sessions.setdefault((sb.id, session_id), SessionState(sb.sessions.get(session_id, "/")))
+        record = new_command(sb, self.ids, self.clock, run)
+
+        def keep(end: ShellEnd) -> None:
+            state.keep(end)
+            if session_id in sb.sessions:
+                sb.sessions[session_id] = state.cwd
+
+        execution = Execution(
+            record,
+            self.runner_for(sb),
+            self.clock,
+            env={**run.env, **state.env},
+            cwd=run.cwd,
+            timeout_ms=run.timeout_ms,
+            stream=True,
+            session=keep,
+        )
+        execution.start()
+        self._live.add(execution)
+        return record, execution
+
+    def forget_session(self, sb: SandboxRecord, session_id: str) -> None:
+        """Drop a deleted session's state."""
+        self.sessions.pop((sb.id, session_id), None)

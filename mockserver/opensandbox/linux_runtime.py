@@ -39,14 +39,13 @@ import shlex
 import signal as signals
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mockserver.core import IdFactory, VirtualClock
 from mockserver.runtime import LINUX, Capabilities, Exited, Output, Process
 from mockserver.runtime.linux import LinuxBackend, SandboxStateError, SpawnError, shell
 
-from .commands import PING_INTERVAL, CommandRuntime, EventQueue
+from .commands import NOT_PERSISTED, PING_INTERVAL, CommandRuntime, EventQueue, SessionState
 from .model.execd import RunRequest, error_event, new_command, usage_metrics
 from .model.records import CommandRecord, SandboxRecord
 
@@ -72,7 +71,6 @@ LOG_BYTES_LIMIT = 16 * 1024 * 1024
 EVENTS_QUEUED = 256
 ENV_START, ENV_END = "__ENV_DUMP_START__", "__ENV_DUMP_END__"
 PWD_MARK, EXIT_MARK = "__PWD__:", "__EXIT_CODE__:"
-_NOT_PERSISTED = frozenset({"PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "_", "SHLVL", "OLDPWD", "PWD"})
 _EXPORT = re.compile(r'^declare -x ([A-Za-z_][A-Za-z0-9_]*)(?:="(.*)")?$')
 
 
@@ -206,15 +204,6 @@ class LinuxExecution(EventQueue):
         return [line for line in lines if line and (marker is None or not marker(line))]
 
 
-@dataclass
-class SessionState:
-    """A bash session's state between runs: its exported variables and working directory."""
-
-    cwd: str
-    env: dict[str, str] = field(default_factory=dict)
-    started: bool = False
-
-
 class SessionRun:
     """The markers one session run prints at its end: its variables, directory and exit code."""
 
@@ -233,7 +222,7 @@ class SessionRun:
             self.in_env = False
         elif self.in_env:
             match = _EXPORT.match(line)
-            if match and match.group(1) not in _NOT_PERSISTED:
+            if match and match.group(1) not in NOT_PERSISTED:
                 self.env[match.group(1)] = _unquote(match.group(2) or "")
         elif line.startswith(PWD_MARK):
             self.pwd = line[len(PWD_MARK) :]

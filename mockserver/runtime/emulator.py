@@ -4,8 +4,9 @@ A sandbox's commands run in a :class:`Runner` (the shared :class:`~mockserver.sa
 bound to its filesystem and egress gate, or a stand-in a test or a mutant gives); a runner yields
 :class:`~mockserver.sandbox.steps.Output` (the runtime's output event), ``Sleep`` (virtual seconds the
 provider waits on its clock) and ``Exit`` (the runtime's end: ``Exited(code)``). :class:`EmulatorBackend`
-builds each sandbox's runner; the emulator has no terminals, ports, code contexts or stateful sessions
-(:data:`~.interface.EMULATOR`).
+builds each sandbox's runner; the emulator has no terminals, ports or code contexts
+(:data:`~.interface.EMULATOR`). The emulator's top-level shell ends with an ``Exit`` that says where it ended
+(:class:`~mockserver.sandbox.steps.ShellEnd`), which is what a bash session keeps between runs.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ R = TypeVar("R")
 class Runner(Protocol):
     """What runs one command in one sandbox: yields output, sleeps and the exit as steps."""
 
-    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
-        """Yield the command's steps (``Exit`` last)."""
+    def run(
+        self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str, stdin: bytes = b""
+    ) -> Iterator[Step]:
+        """Yield the command's steps (``Exit`` last); an open ``stdin`` pipe is waited on (``WaitStdin``)."""
         ...
 
 

@@ -86,8 +86,8 @@ class Capabilities:
     sessions: bool = False
 
 
-#: The command emulator's capabilities: commands only.
-EMULATOR = Capabilities()
+#: The command emulator's capabilities: commands, and bash sessions that keep their state (the emulated shell's).
+EMULATOR = Capabilities(sessions=True)
 #: The linux runtime's capabilities: everything a real process has.
 LINUX = Capabilities(pty=True, ports=True, code=True, sessions=True)
 

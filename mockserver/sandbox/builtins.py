@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 from .filesystem import FsError
-from .steps import Exit, Handler, Invocation, Sleep, Step, err, fail, out
+from .steps import Exit, Handler, Invocation, Sleep, Step, err, fail, out, read_stdin, stream_stdin
 
 
 class UsageError(Exception):
@@ -42,16 +42,18 @@ def parse_opts(args: Sequence[str], flags: str, valued: str = "") -> tuple[set[s
     return found, values, operands
 
 
-def read_inputs(inv: Invocation, operands: Sequence[str]) -> Iterator[tuple[str, bytes | FsError]]:
-    """Yield (name, content or error) for each operand; no operands or `-` mean stdin."""
+def read_inputs(inv: Invocation, operands: Sequence[str]) -> Generator[Step, None, list[tuple[str, bytes | FsError]]]:
+    """Return (name, content or error) for each operand; no operands or `-` mean stdin (an open pipe is waited on)."""
+    inputs: list[tuple[str, bytes | FsError]] = []
     for name in operands or ["-"]:
         if name == "-":
-            yield name, inv.stdin
+            inputs.append((name, (yield from read_stdin(inv.stdin))))
             continue
         try:
-            yield name, inv.fs.read(inv.path(name))
+            inputs.append((name, inv.fs.read(inv.path(name))))
         except FsError as exc:
-            yield name, exc
+            inputs.append((name, exc))
+    return inputs
 
 
 def unescape(text: str) -> tuple[bytes, bool]:
@@ -158,13 +160,19 @@ def printf(inv: Invocation) -> Iterator[Step]:
 
 
 def cat(inv: Invocation) -> Iterator[Step]:
-    """Concatenate files (or stdin) to stdout."""
+    """Concatenate files (or stdin, an open pipe's writes as they come) to stdout."""
     code = 0
-    for name, content in read_inputs(inv, [a for a in inv.args if a not in ("-u",)]):
-        if isinstance(content, FsError):
-            yield err(f"cat: {name}: {content.strerror}\n")
+    for name in [a for a in inv.args if a not in ("-u",)] or ["-"]:
+        if name == "-":
+            yield from stream_stdin(inv.stdin)
+            continue
+        try:
+            content = inv.fs.read(inv.path(name))
+        except FsError as exc:
+            yield err(f"cat: {name}: {exc.strerror}\n")
             code = 1
-        elif content:
+            continue
+        if content:
             yield out(content)
     yield Exit(code)
 
@@ -190,7 +198,7 @@ def _head_tail(inv: Invocation, tail: bool) -> Iterator[Step]:
         return
     count, code = int(raw.lstrip("+-")), 0
     multiple = len(operands) > 1
-    for position, (label, content) in enumerate(read_inputs(inv, operands)):
+    for position, (label, content) in enumerate((yield from read_inputs(inv, operands))):
         if isinstance(content, FsError):
             yield err(f"{name}: cannot open '{label}' for reading: {content.strerror}\n")
             code = 1
@@ -230,7 +238,7 @@ def wc(inv: Invocation) -> Iterator[Step]:
     chosen = [f for f in "lwc" if f in flags or (f == "c" and "m" in flags)] or ["l", "w", "c"]
     rows: list[tuple[list[int], str]] = []
     code = 0
-    for name, content in read_inputs(inv, operands):
+    for name, content in (yield from read_inputs(inv, operands)):
         if isinstance(content, FsError):
             yield err(f"wc: {name}: {content.strerror}\n")
             code = 1

@@ -30,7 +30,7 @@ from .shell import (
 )
 from .shell import AndOr as AndOrNode
 from .specials import MAX_DEPTH, SHELL_ONLY, SHELLS, ShellExit, SpecialBuiltins, Status
-from .steps import Completed, Exit, Handler, Invocation, Output, Sleep, Step, Stream, err
+from .steps import Completed, Exit, Handler, Invocation, Output, ShellEnd, Sleep, Step, Stream, WaitStdin, err
 
 BIN_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"})
 _PATHABLE_SPECIALS = frozenset({"which", "env", "timeout"}) | SHELLS
@@ -167,6 +167,8 @@ class CommandEmulator(SpecialBuiltins):
                     if timeout is not None and slept + step.seconds > timeout:
                         return Completed(bytes(stdout), bytes(stderr), 124, timeout, timed_out=True)
                     slept += step.seconds
+                elif isinstance(step, WaitStdin):
+                    step.pipe.closed = True  # nothing writes to it while a command runs to completion
                 else:
                     return Completed(bytes(stdout), bytes(stderr), step.code, slept)
         finally:
@@ -196,7 +198,7 @@ class CommandEmulator(SpecialBuiltins):
             code = 0
         else:
             code = yield from self._subshell(self._dispatch(list(command), sh, merged, stdin))
-        yield Exit(code)
+        yield Exit(code, ShellEnd(sh.cwd, dict(sh.env)))
 
     def _toplevel(self, source: str, sh: ShellState) -> Status:
         if sh.depth > MAX_DEPTH:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mockserver.core.dns import SANDBOX_RESOLVER
+
 FsErrorCode = Literal[
     "not_found",
     "is_a_directory",
@@ -204,6 +206,31 @@ def _content_size(node: _Node) -> int:
     return total
 
 
+#: The usual top-level tree of a Linux image, empty where the emulator has nothing to put (its programs are
+#: built in, not files); ``/dev``, ``/proc`` and ``/sys`` are the kernel's and are not there.
+SYSTEM_DIRS = (
+    "/bin",
+    "/lib",
+    "/mnt",
+    "/opt",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/share",
+    "/var",
+    "/var/cache",
+    "/var/lib",
+    "/var/log",
+    "/var/tmp",
+)
+
+
 class FileSystem:
     """Hold a directory tree in memory; every public method is atomic under one lock.
 
@@ -242,7 +269,9 @@ class FileSystem:
 
     def _seed(self, hostname: str) -> None:
         home = "/root" if self.user == "root" else f"/home/{self.user}"
+        system = [(path, 0o1777 if path == "/var/tmp" else 0o755, "root") for path in SYSTEM_DIRS]
         for path, mode, owner in [
+            *system,
             ("/tmp", 0o1777, "root"),
             ("/etc", 0o755, "root"),
             ("/home", 0o755, "root"),
@@ -255,7 +284,7 @@ class FileSystem:
         files = {
             "/etc/hostname": f"{hostname}\n",
             "/etc/hosts": f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{hostname}\n",
-            "/etc/resolv.conf": "nameserver 10.0.0.2\n",
+            "/etc/resolv.conf": f"nameserver {SANDBOX_RESOLVER}\n",
             "/etc/passwd": "root:x:0:0:root:/root:/bin/bash\n"
             + ("" if uid == 0 else f"{self.user}:x:{uid}:{uid}::{home}:/bin/bash\n"),
         }
@@ -586,6 +615,7 @@ __all__ = [
     "NAME_MAX",
     "PATH_MAX",
     "STRERROR",
+    "SYSTEM_DIRS",
     "FileInfo",
     "FileStream",
     "FileSystem",

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from .builtins import UsageError, parse_opts
 from .filesystem import FileInfo, FsError, normpath
-from .steps import Exit, Handler, Invocation, Step, err, fail, out
+from .steps import Exit, Handler, Invocation, Step, err, fail, out, read_stdin
 
 _T = TypeVar("_T")
 
@@ -324,13 +324,14 @@ def tee(inv: Invocation) -> Iterator[Step]:
     """Copy stdin to stdout and to each file (-a append)."""
     append = "-a" in inv.args
     code = 0
+    data = yield from read_stdin(inv.stdin)
     for name in (a for a in inv.args if a != "-a"):
         try:
-            inv.fs.write(inv.path(name), inv.stdin, append=append)
+            inv.fs.write(inv.path(name), data, append=append)
         except FsError as exc:
             yield err(f"tee: {name}: {exc.strerror}\n")
             code = 1
-    yield out(inv.stdin)
+    yield out(data)
     yield Exit(code)
 
 

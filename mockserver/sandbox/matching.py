@@ -46,7 +46,7 @@ def grep(inv: Invocation) -> Iterator[Step]:
         return
     show_names = ("H" in flags or len(operands) > 1) and "h" not in flags
     matched, code = False, 0
-    for name, content in read_inputs(inv, operands):
+    for name, content in (yield from read_inputs(inv, operands)):
         label = "(standard input)" if name == "-" else name
         if isinstance(content, FsError):
             if "s" not in flags:

@@ -9,7 +9,7 @@ from .builtins import sleep_seconds
 from .expand import ShellState
 from .filesystem import FileSystem, FsError, normpath
 from .shell import Script, ShellSyntaxError, parse
-from .steps import Sleep, Step, err, out
+from .steps import Sleep, Step, err, out, read_stdin
 
 Status = Generator[Step, None, int]
 Special = Callable[[list[str], ShellState, dict[str, str], bytes], Status]
@@ -197,7 +197,7 @@ class SpecialBuiltins:
 
     def _read(self, argv: list[str], sh: ShellState, env: dict[str, str], stdin: bytes) -> Status:
         names = [a for a in argv[1:] if not a.startswith("-")] or ["REPLY"]
-        yield from ()
+        stdin = yield from read_stdin(stdin)
         if not stdin:
             return 1
         line, newline, _ = stdin.decode(errors="replace").partition("\n")
@@ -352,7 +352,8 @@ class SpecialBuiltins:
                 return 2
             name, positional = args[0], args[1:]
         else:
-            source, name, positional, stdin = stdin.decode(errors="replace"), shell, [], b""
+            script = yield from read_stdin(stdin)
+            source, name, positional, stdin = script.decode(errors="replace"), shell, [], b""
         sub = ShellState(dict(env), sh.cwd, positional, name, errexit=errexit, pipefail=pipefail, stdin=stdin)
         sub.depth = sh.depth + 1
         return (yield from self._toplevel(source, sub))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,13 +27,89 @@ class Sleep:
 
 
 @dataclass(frozen=True)
+class ShellEnd:
+    """A shell's variables and working directory when it ended (what a bash session keeps for its next run)."""
+
+    cwd: str
+    env: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class Exit:
-    """End the command with exit status `code`; always the last step."""
+    """End the command with exit status `code`; always the last step.
+
+    The emulator's top-level shell also reports where it ended (``shell``), so a session can carry its
+    variables and directory to its next run; other runners leave it None. It takes no part in comparisons.
+    """
 
     code: int
+    shell: ShellEnd | None = field(default=None, compare=False, repr=False)
 
 
-Step = Output | Sleep | Exit
+class StdinPipe:
+    """A process's stdin pipe: what its writer has written so far, and whether the writer closed it."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.closed = False
+
+
+class OpenStdin(bytes):
+    """The stdin of a process whose pipe is still open: empty as bytes, its content arrives through ``pipe``.
+
+    It travels through the shell as any stdin does; a command that reads it waits on the pipe
+    (:func:`read_stdin`, :func:`stream_stdin`), and a redirection or a pipeline stage replaces it.
+    """
+
+    pipe: StdinPipe
+
+    def __new__(cls, pipe: StdinPipe) -> OpenStdin:
+        """Return an open stdin reading from ``pipe``."""
+        made = super().__new__(cls, b"")
+        made.pipe = pipe
+        return made
+
+
+@dataclass(frozen=True)
+class WaitStdin:
+    """Ask the caller to resume the command once its stdin pipe holds more than ``offset`` bytes or is closed.
+
+    Only a caller that passed an :class:`OpenStdin` sees it (the TensorLake process runtime, for a process
+    started with ``stdin_mode: "pipe"``); it feeds and closes the pipe.
+    """
+
+    pipe: StdinPipe
+    offset: int
+
+
+Step = Output | Sleep | Exit | WaitStdin
+
+
+def read_stdin(stdin: bytes) -> Generator[Step, None, bytes]:
+    """Return all of ``stdin``; an open pipe is waited on until its writer closes it."""
+    if not isinstance(stdin, OpenStdin):
+        return stdin
+    pipe = stdin.pipe
+    while not pipe.closed:
+        yield WaitStdin(pipe, len(pipe.data))
+    return bytes(pipe.data)
+
+
+def stream_stdin(stdin: bytes) -> Iterator[Step]:
+    """Yield ``stdin`` to stdout; an open pipe's writes as they come, until its writer closes it."""
+    if not isinstance(stdin, OpenStdin):
+        if stdin:
+            yield out(stdin)
+        return
+    pipe, sent = stdin.pipe, 0
+    while True:
+        closed = pipe.closed
+        if len(pipe.data) > sent:
+            yield out(bytes(pipe.data[sent:]))
+            sent = len(pipe.data)
+        if closed:
+            return
+        yield WaitStdin(pipe, sent)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,11 @@ executes). :class:`~.execution.ProcessRuntime` is the whole interface the routes
 
 * :class:`EmulatorRuntime` (the default) runs the shared command emulator
   (:class:`~mockserver.runtime.emulator.EmulatorBackend`) as asyncio tasks, its ``Sleep`` steps on the mock's
-  virtual clock and a run's ``timeout`` enforced on that clock. It has no terminals and no ports
-  (:data:`~mockserver.runtime.EMULATOR`): PTY sessions and TCP tunnels answer 501.
+  virtual clock and a run's ``timeout`` enforced on that clock. A process started with ``stdin_mode: "pipe"``
+  gets an open stdin: what is written is fed to the command that reads it (``cat`` echoes it as it comes;
+  ``wc``, ``grep``, ``sh`` and the like read it all once it is closed), and such a command runs until stdin is
+  closed. It has no terminals and no ports (:data:`~mockserver.runtime.EMULATOR`): PTY sessions and TCP
+  tunnels answer 501.
 * :class:`~.linux_runtime.LinuxProcessRuntime` (``runtime="linux"``) runs real processes in Linux
   namespaces (:class:`~mockserver.runtime.linux.LinuxBackend`, see ``docs/runtime.md``), with PTYs and TCP
   tunnels into the sandbox.
@@ -24,7 +27,7 @@ from typing import Any
 from mockserver.core.clock import VirtualClock
 from mockserver.runtime import EMULATOR, Capabilities, Terminal
 from mockserver.runtime.emulator import EmulatorBackend, Runner
-from mockserver.sandbox.steps import Exit, Output, Sleep
+from mockserver.sandbox.steps import Exit, OpenStdin, Output, Sleep, StdinPipe, WaitStdin
 
 from .model.daemon import CommandSpec, Daemon, ProcessRecord, PtySpec
 from .model.records import Sandbox
@@ -99,22 +102,37 @@ class EmulatorRuntime(RecordedRuntime):
         super().__init__(clock)
         self.backend: EmulatorBackend[Sandbox] = EmulatorBackend(emulator_for)
         self._tasks: dict[_Key, asyncio.Task[None]] = {}
+        self._pipes: dict[_Key, tuple[StdinPipe, asyncio.Event]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def spawn(self, sandbox: Sandbox, daemon: Daemon, spec: CommandSpec) -> ProcessRecord:
-        """Start ``spec`` as a background task and return its record."""
+        """Start ``spec`` as a background task and return its record (with an open stdin pipe when asked)."""
         proc = daemon.start(spec, self.clock.now())
         self._loop = asyncio.get_running_loop()
         key = (daemon.sandbox_id, proc.pid)
-        self._tasks[key] = asyncio.create_task(self._execute(sandbox, daemon, proc, spec.timeout))
+        stdin = b""
+        if spec.stdin_pipe:
+            pipe = StdinPipe()
+            self._pipes[key] = (pipe, asyncio.Event())
+            stdin = OpenStdin(pipe)
+        self._tasks[key] = asyncio.create_task(self._execute(sandbox, daemon, proc, spec.timeout, stdin))
         return proc
 
-    async def _execute(self, sandbox: Sandbox, daemon: Daemon, proc: ProcessRecord, timeout: float | None) -> None:
+    async def _execute(
+        self, sandbox: Sandbox, daemon: Daemon, proc: ProcessRecord, timeout: float | None, stdin: bytes
+    ) -> None:
         emulator = self.backend.runner_for(sandbox)
         elapsed = 0.0
+        key = (daemon.sandbox_id, proc.pid)
+        argv = [proc.command, *proc.args]
         try:
-            for step in emulator.run([proc.command, *proc.args], env=proc.env, cwd=proc.working_dir or "/"):
-                if isinstance(step, Output):
+            for step in emulator.run(argv, env=proc.env, cwd=proc.working_dir or "/", stdin=stdin):
+                if isinstance(step, WaitStdin):
+                    changed = self._pipes[key][1]
+                    while len(step.pipe.data) <= step.offset and not step.pipe.closed:
+                        changed.clear()
+                        await changed.wait()
+                elif isinstance(step, Output):
                     daemon.write(proc, step.stream, step.data, self.clock.now())
                     self._notify(daemon, proc)
                 elif isinstance(step, Sleep):
@@ -137,7 +155,8 @@ class EmulatorRuntime(RecordedRuntime):
             )
             self._finish(daemon, proc, exit_code=127)
         finally:
-            self._tasks.pop((daemon.sandbox_id, proc.pid), None)
+            self._tasks.pop(key, None)
+            self._pipes.pop(key, None)
 
     def live(self) -> int:
         """Return how many processes still run (each holds a task until it ends)."""
@@ -157,10 +176,18 @@ class EmulatorRuntime(RecordedRuntime):
         self.kill(daemon, proc)
 
     async def write_stdin(self, daemon: Daemon, proc: ProcessRecord, data: bytes) -> None:
-        """Accept stdin and drop it: an emulated command reads no stdin."""
+        """Feed ``data`` to the process's stdin pipe (the command reads it when it reads stdin)."""
+        held = self._pipes.get((daemon.sandbox_id, proc.pid))
+        if held is not None:
+            held[0].data.extend(data)
+            held[1].set()
 
     async def close_stdin(self, daemon: Daemon, proc: ProcessRecord) -> None:
-        """Nothing to close in the emulator."""
+        """Close the process's stdin pipe: a command reading it sees end of file."""
+        held = self._pipes.get((daemon.sandbox_id, proc.pid))
+        if held is not None:
+            held[0].closed = True
+            held[1].set()
 
     async def open_terminal(self, sandbox: Sandbox, spec: PtySpec) -> Terminal:
         """The emulator has no terminals."""

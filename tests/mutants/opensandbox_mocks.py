@@ -320,9 +320,11 @@ class _ZeroExit:
     def __init__(self, inner: Runner) -> None:
         self.inner = inner
 
-    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
+    def run(
+        self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str, stdin: bytes = b""
+    ) -> Iterator[Step]:
         """Yield the inner steps with ``Exit`` forced to 0."""
-        for step in self.inner.run(command, env=env, cwd=cwd):
+        for step in self.inner.run(command, env=env, cwd=cwd, stdin=stdin):
             yield Exit(0) if isinstance(step, Exit) else step
 
 
@@ -438,9 +440,11 @@ class _StdoutOnly:
     def __init__(self, inner: Runner) -> None:
         self.inner = inner
 
-    def run(self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str) -> Iterator[Step]:
+    def run(
+        self, command: str | Sequence[str], *, env: Mapping[str, str], cwd: str, stdin: bytes = b""
+    ) -> Iterator[Step]:
         """Yield the inner steps without stderr output."""
-        for step in self.inner.run(command, env=env, cwd=cwd):
+        for step in self.inner.run(command, env=env, cwd=cwd, stdin=stdin):
             if not (isinstance(step, Output) and step.stream == "stderr"):
                 yield step
 

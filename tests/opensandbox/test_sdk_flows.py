@@ -173,6 +173,29 @@ def test_sessions_metrics_and_file_operations(mock: OpenSandboxMock) -> None:
     run(flow())
 
 
+def test_a_bash_session_keeps_exports_and_directory_on_both_runtimes(mock: OpenSandboxMock) -> None:
+    """One session scenario, one result on each runtime: ``export`` and ``cd`` carry to the next run."""
+    from .conftest import sdk_config
+
+    cfg = sdk_config(mock, "inproc-direct")
+
+    async def flow() -> list[list[str]]:
+        sb = await Sandbox.create("python:3.11", connection_config=cfg)
+        session = await sb.commands.create_session(working_directory="/tmp")
+        runs = []
+        for command in ("export SESS_A=42", "mkdir -p /tmp/sessdir && cd /tmp/sessdir", "echo A=$SESS_A; pwd"):
+            ran = await sb.commands.run_in_session(session, command)
+            assert ran.error is None, (command, ran.error)
+            runs.append([o.text for o in ran.logs.stdout])
+        fresh = await sb.commands.run("echo A=${SESS_A:-unset}; pwd")
+        runs.append(["".join(o.text for o in fresh.logs.stdout)])
+        await sb.commands.delete_session(session)
+        await sb.kill()
+        return runs
+
+    assert run(flow()) == [[], [], ["A=42", "/tmp/sessdir"], ["A=unset\n/\n"]]
+
+
 def _search(path: str, pattern: str) -> object:
     from opensandbox.models.filesystem import SearchEntry
 

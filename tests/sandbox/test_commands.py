@@ -706,7 +706,7 @@ def test_nslookup(emu: CommandEmulator) -> None:
     result = sh(emu, "nslookup api.example.com")
     assert result.exit_code == 0
     assert result.stdout.decode() == (
-        "Server:\t\t10.0.0.2\nAddress:\t10.0.0.2#53\n\nNon-authoritative answer:\n"
+        "Server:\t\t100.64.0.53\nAddress:\t100.64.0.53#53\n\nNon-authoritative answer:\n"
         "Name:\tapi.example.com\nAddress: 10.1.2.3\nName:\tapi.example.com\nAddress: 10.1.2.4\n\n"
     )
     nx = sh(emu, "nslookup nx.invalid")

@@ -463,3 +463,22 @@ def test_a_loaded_snapshot_counts_its_content(clock: Clock) -> None:
     assert loaded.used == fs.used >= 5000 and loaded.read("/tmp/big") == b"b" * 5000
     with pytest.raises(FsError, match="no space"):
         loaded.write("/tmp/more", b"m")
+
+
+def test_a_new_sandbox_has_the_usual_top_level_tree_and_keeps_it_through_a_dump() -> None:
+    from mockserver.sandbox import CommandEmulator
+    from mockserver.sandbox.filesystem import SYSTEM_DIRS
+
+    fs = FileSystem(user="root")
+    assert {"/usr/bin", "/var/log", "/opt", "/srv", "/mnt"} <= set(SYSTEM_DIRS)
+    assert all(fs.is_dir(path) for path in SYSTEM_DIRS)
+    assert fs.listdir("/srv") == [] and fs.listdir("/usr/bin") == []  # empty: the programs are built in
+    top = CommandEmulator(fs).run_to_completion("ls /").stdout.decode().split()
+    assert top == sorted(
+        ["bin", "etc", "home", "lib", "mnt", "opt", "root", "run", "sbin", "srv", "tmp", "usr", "var", "workspace"]
+    )
+    moved = CommandEmulator(fs).run_to_completion("cd /var/log && pwd && cd /opt && pwd")
+    assert (moved.exit_code, moved.stdout) == (0, b"/var/log\n/opt\n")
+    loaded = FileSystem.load(fs.dump())
+    assert all(loaded.is_dir(path) for path in SYSTEM_DIRS)
+    assert loaded.stat("/var/tmp").mode & 0o7777 == 0o1777

@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
+from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from mockserver.tensorlake import TensorLakeMock
@@ -200,6 +201,21 @@ def test_websocket_upgrades_pass_through(http: httpx.Client, server_url: str) ->
         assert ws.recv(timeout=5) == "ping"
     with pytest.raises(Exception, match="403"), connect(uri, sock=free_socket(server_url)):
         pass
+
+
+@pytest.mark.parametrize("path", ["/api/v1/tunnels/tcp?port=8765", "/api/v1/pty/nope/ws?token=t"])
+def test_a_websocket_the_emulator_cannot_serve_answers_501(http: httpx.Client, server_url: str, path: str) -> None:
+    """A tunnel or PTY WebSocket on the emulator is refused with the daemon's 501, not the proxy's 403."""
+    sid = make(http)
+    auth = {"Authorization": f"Bearer {API_KEY}"}
+    with (
+        pytest.raises(InvalidStatus) as refused,
+        connect(f"ws://{sid}.local{path}", sock=free_socket(server_url), additional_headers=auth),
+    ):
+        pass
+    response = refused.value.response
+    assert response.status_code == 501, response
+    assert json.loads(response.body or b"{}")["code"] == "not_supported"
 
 
 def test_run_streams_server_sent_events_ending_in_exit(http: httpx.Client, anon: httpx.Client) -> None:

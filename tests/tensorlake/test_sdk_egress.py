@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from tensorlake.sandbox import NetworkConfig, RemoteAPIError, Sandbox
 
+from mockserver.core.dns import SANDBOX_RESOLVER
 from mockserver.tensorlake import TensorLakeMock
 
 from .conftest import RUNTIMES
@@ -75,14 +76,18 @@ def test_four_row_table(tl: dict[str, Any], internet: bool, allow_out: list[str]
     assert observed == expected
 
 
-def test_dns_works_without_internet_when_the_resolver_is_listed(tl: dict[str, Any], runtime: str) -> None:
-    from mockserver.linux.addresses import RESOLVER
-
-    resolver = "10.0.0.2" if runtime == "emulator" else RESOLVER
-    sandbox = Sandbox.create(**tl, allow_internet_access=False, allow_out=[ALLOWED_HOST, resolver])
-    assert sandbox.run("cat", ["/etc/resolv.conf"]).stdout.splitlines()[0] == f"nameserver {resolver}"
+def test_dns_works_without_internet_when_the_resolver_is_listed(tl: dict[str, Any]) -> None:
+    sandbox = Sandbox.create(**tl, allow_internet_access=False, allow_out=[ALLOWED_HOST, SANDBOX_RESOLVER])
+    assert sandbox.run("cat", ["/etc/resolv.conf"]).stdout.splitlines()[0] == f"nameserver {SANDBOX_RESOLVER}"
     assert getent(sandbox, ALLOWED_HOST) == OK
     assert (curl(sandbox, ALLOWED_HOST), curl(sandbox, OTHER_HOST)) == (OK, REFUSED)
+
+
+def test_denying_a_private_range_keeps_the_resolver(tl: dict[str, Any]) -> None:
+    """One resolver on both runtimes: denying 10.0.0.0/8 leaves DNS, so an allowed name is reached on each."""
+    sandbox = Sandbox.create(**tl, allow_out=["pypi.org"], deny_out=["10.0.0.0/8"])
+    observed = {target: curl(sandbox, target) for target in ("pypi.org", OTHER_HOST, "10.1.2.3")}
+    assert observed == {"pypi.org": OK, OTHER_HOST: REFUSED, "10.1.2.3": REFUSED}
 
 
 def test_wildcard_reaches_subdomains_not_the_apex(tl: dict[str, Any]) -> None:

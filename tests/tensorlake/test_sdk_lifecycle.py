@@ -6,6 +6,7 @@ measures the emulator's virtual time.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -314,6 +315,39 @@ def test_background_processes(mock: TensorLakeMock, tl: dict[str, Any], runtime:
     assert killed.status.value == "signaled" and killed.signal == 9
     assert sandbox.health().healthy is True
     assert sandbox.daemon_info().total_processes == 2
+
+
+def _until(probe: Any) -> Any:
+    """Return ``probe()`` once it is truthy (polling: real processes take real time)."""
+    for _ in range(500):
+        if found := probe():
+            return found
+        time.sleep(0.01)
+    raise AssertionError("the condition never became true")
+
+
+def _ended(sandbox: Sandbox, pid: int) -> Any:
+    """Return the process's record once it has ended."""
+    return _until(lambda: (info := sandbox.get_process(pid).value).status.value != "running" and info)
+
+
+def test_a_piped_stdin_is_fed_and_closing_it_ends_the_reader(tl: dict[str, Any]) -> None:
+    sandbox = Sandbox.create(**tl)
+    cat = sandbox.start_process("cat", stdin_mode="pipe").value
+    sandbox.write_stdin(cat.pid, b"first line\n")
+    _until(lambda: sandbox.get_stdout(cat.pid).lines == ["first line"])  # fed as it comes, not at the close
+    sandbox.write_stdin(cat.pid, b"second line\n")
+    assert sandbox.get_process(cat.pid).value.stdin_writable
+    sandbox.close_stdin(cat.pid)
+    assert (_ended(sandbox, cat.pid).exit_code, sandbox.get_stdout(cat.pid).lines) == (0, ["first line", "second line"])
+    counter = sandbox.start_process("sh", ["-c", "wc -l"], stdin_mode="pipe").value
+    sandbox.write_stdin(counter.pid, b"a\nb\nc\n")
+    sandbox.close_stdin(counter.pid)
+    assert (_ended(sandbox, counter.pid).exit_code, sandbox.get_stdout(counter.pid).lines) == (0, ["3"])
+    done = sandbox.start_process("echo", ["no reader"], stdin_mode="pipe").value
+    assert _ended(sandbox, done.pid).exit_code == 0
+    with pytest.raises(SandboxError, match="stdin"):
+        sandbox.write_stdin(done.pid, b"too late\n")
 
 
 def test_get_or_create_creates_attaches_and_resumes(tl: dict[str, Any], http: httpx.Client) -> None:

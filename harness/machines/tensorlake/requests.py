@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.machines.tensorlake.compare import Json
+from mockserver.core.dns import SANDBOX_RESOLVER
 from mockserver.tensorlake.model import MANAGEMENT_PORT
 
 __all__ = [
@@ -57,7 +58,7 @@ ALLOW_POOL = (
     "10.0.0.0/8",
     "203.0.113.10",
     "198.51.100.0/24",
-    "10.0.0.2",
+    SANDBOX_RESOLVER,
     "Example.COM.",
     " pypi.org ",
     "example.org:443",
@@ -70,7 +71,7 @@ DENY_POOL = (
     "10.0.0.0/8",
     "203.0.113.10",
     "example.com",
-    "10.0.0.2",
+    SANDBOX_RESOLVER,
     "files.pythonhosted.org",
     "198.51.100.0/24",
 )
@@ -97,7 +98,7 @@ SCENARIOS: tuple[Json, ...] = (
     {"allow_internet_access": True, "allow_out": ["10.0.0.0/8", "*.pythonhosted.org"], "deny_out": ["www.example.com"]},
     {
         "allow_internet_access": False,
-        "allow_out": ["10.0.0.2", "*.example.com", "example.org"],
+        "allow_out": [SANDBOX_RESOLVER, "*.example.com", "example.org"],
         "deny_out": ["203.0.113.10"],
     },
     {"allow_internet_access": True, "allow_out": [], "deny_out": ["example.org", "198.51.100.0/24"]},

@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from mockserver.asgi.requests import read_json
+from mockserver.asgi.websockets import deny
 from mockserver.core import ApiError
 
 from ..execution import Holder, PtySession, PtySessions
@@ -75,7 +76,7 @@ def pty_routes(ctx: ExecdContext) -> list[BaseRoute]:
             if session.holder is not None and not attach.takeover:
                 raise pty_rules.already_connected(session.id)
         except ApiError as refusal:
-            await _deny(websocket, refusal)
+            await deny(websocket, error_response(refusal), status=refusal.status, code=refusal.code)
             return
         await websocket.accept()
         if session.holder is not None:
@@ -94,14 +95,6 @@ def pty_routes(ctx: ExecdContext) -> list[BaseRoute]:
         Route("/pty/{sid}", delete_pty, methods=["DELETE"]),
         WebSocketRoute("/pty/{sid}/ws", pty_socket),
     ]
-
-
-async def _deny(websocket: WebSocket, refusal: ApiError) -> None:
-    """Refuse a WebSocket with execd's HTTP answer where the server can send one, else close it."""
-    if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        await websocket.send_denial_response(error_response(refusal))
-    else:
-        await websocket.close(code=4000 + refusal.status, reason=refusal.code)
 
 
 async def _evict(websocket: WebSocket) -> None:

@@ -9,7 +9,7 @@ in the sandbox's ``/etc/resolv.conf`` and is judged by :func:`decide_dns`; conne
 from __future__ import annotations
 
 from contracts.tensorlake import Decision, NetworkConfig, decide_dns, decide_egress
-from mockserver.core.dns import DnsTable
+from mockserver.core.dns import SANDBOX_RESOLVER, DnsTable
 from mockserver.sandbox.filesystem import FsError
 from mockserver.sandbox.network import Resolution
 
@@ -17,7 +17,8 @@ from .records import Sandbox
 
 __all__ = ["DEFAULT_RESOLVER", "TensorLakeGate", "connect_decision", "dns_decision", "resolver_from"]
 
-DEFAULT_RESOLVER = "10.0.0.2"
+#: The resolver of a sandbox without a usable ``/etc/resolv.conf``: the one every sandbox's file names.
+DEFAULT_RESOLVER = SANDBOX_RESOLVER
 
 
 def resolver_from(resolv_conf: str | None) -> str:

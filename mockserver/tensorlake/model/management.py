@@ -12,12 +12,15 @@ body is ``{"code", "message", "error"}`` (``error`` mirrors ``message``), which 
 PTY sessions (``POST /api/v1/pty`` -> ``{"session_id", "token"}``, then a WebSocket on
 ``/api/v1/pty/{id}/ws`` presenting the token in ``X-PTY-Token`` or ``?token=``) and TCP tunnels (a WebSocket
 on ``/api/v1/tunnels/tcp?port=N`` per connection, raw bytes in binary messages) are served by a runtime that
-has terminals (``runtime="linux"``); the emulator answers them 501 ``not_supported``.
+has terminals (``runtime="linux"``); the emulator answers them 501 ``not_supported`` (a WebSocket gets it as
+the HTTP answer to its upgrade).
 
 Known deviations from the real daemon: with the emulator, a sandbox's files hold at most 16 MiB (in the mock's
 memory), not its ``disk_mb``, and a write beyond that answers 507 ``no_space`` (this mock's status) and writes
-nothing; stdin written to a process is accepted but not fed
-to it; ``user``, restart policies and health checks are recorded, not enforced; every command runs as the
+nothing; a process's piped stdin is fed to the emulated command that reads it (``cat`` echoes each write as it
+comes, other readers such as ``wc``, ``grep`` or ``sh`` read it all once it is closed), a command that does not
+read stdin ends at once as a real one does, and a run's ``timeout`` counts only emulated sleeps, not the time a
+command waits for stdin; ``user``, restart policies and health checks are recorded, not enforced; every command runs as the
 sandbox's root; a run's ``timeout`` is at most one day; a PTY session's refusals (404
 ``pty_session_not_found``, 401 ``invalid_pty_token``, 400 ``invalid_port``) are this mock's own codes. The
 process of ``POST /processes/run`` is killed (signal 9) when the client of its event stream goes away (the real

@@ -49,7 +49,13 @@ def ms(seconds: float | None) -> int | None:
 
 @dataclass
 class Resources:
-    """The resources of a sandbox."""
+    """The resources of a sandbox.
+
+    The wire form is the current API's, ``cpus``, ``memory_mb`` and ``disk_mb``. A choice: the mock does not serve
+    ``ephemeral_disk_mb``, the field older SDKs (tensorlake 0.4.x) require in a GET and the current API dropped,
+    so the mock fails those SDKs as the real service does; a create's ``ephemeral_disk_mb`` is still read as
+    ``disk_mb`` (:func:`..validate.parse_resources`).
+    """
 
     cpus: float = 1.0
     memory_mb: int = 1024

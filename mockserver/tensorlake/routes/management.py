@@ -9,7 +9,11 @@ PTY sessions and TCP tunnels (a runtime with terminals only, else 501) are WebSo
 frames are the SDK's (first byte 0x00 data, 0x01 resize with big-endian ``cols, rows``, 0x02 ready from the
 client, 0x03 exit with a big-endian ``int32`` code from the server, which then closes with reason
 ``exit:<code>``); a tunnel relays raw bytes in binary messages to one TCP connection inside the sandbox.
-A refused WebSocket is closed before it is accepted (the client sees HTTP 403).
+A refused WebSocket gets the daemon's HTTP answer instead of the upgrade (501 ``not_supported`` on a runtime
+without terminals, 400 for a bad ``?port=``, 404/401 for a PTY session or its token), as execd's PTY route
+does on the OpenSandbox side; a server without the ASGI ``websocket.http.response`` extension accepts it and
+closes it at once with code ``4000 + status`` and the error code as the reason, so a refusal never reads as
+the proxy's 403.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from mockserver.asgi.blocking import offload, piece_response
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.requests import read_body, read_json
 from mockserver.asgi.streams import WatchedStream
+from mockserver.asgi.websockets import deny
 from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
 from mockserver.runtime import Output, Terminal
@@ -41,7 +46,7 @@ from ..model import management as rules
 from ..model.daemon import Daemon, ProcessRecord
 from ..model.records import Sandbox
 from ..model.state import TensorLakeModel
-from .common import SANDBOX_KEY, daemon_error_handler
+from .common import SANDBOX_KEY, daemon_error, daemon_error_handler
 
 OP_DATA, OP_RESIZE, OP_READY, OP_EXIT = 0x00, 0x01, 0x02, 0x03
 
@@ -164,7 +169,7 @@ class ManagementApi:
         return JSONResponse(rules.signal_body(running))
 
     async def stdin(self, request: Request) -> Response:
-        """Feed bytes to a process's stdin (the emulator drops them)."""
+        """Feed bytes to a process's stdin pipe."""
         daemon, proc = self.find(request)
         data = await read_body(request)
         rules.stdin_target(proc)
@@ -269,7 +274,7 @@ class ManagementApi:
                 raise rules.unsupported()
             session = rules.pty_session(self.model.daemon_of(sandbox), websocket.path_params["session"], token)
         except ApiError as refusal:
-            await websocket.close(code=1008, reason=refusal.code)
+            await deny(websocket, daemon_error(refusal), status=refusal.status, code=refusal.code)
             return
         terminal = self.terminals.get((sandbox.id, session.session_id))
         if terminal is None:
@@ -312,7 +317,7 @@ class ManagementApi:
             port = rules.tunnel_port(websocket.query_params.get("port"))
             reader, writer = await self.runtime.open_port(sandbox, port)
         except ApiError as refusal:
-            await websocket.close(code=1008, reason=refusal.code)
+            await deny(websocket, daemon_error(refusal), status=refusal.status, code=refusal.code)
             return
         except OSError:
             await websocket.close(code=1011, reason="connection refused")

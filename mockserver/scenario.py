@@ -79,6 +79,8 @@ class LoadedScenarios:
         self, mocks: Mapping[str, HttpMock], urls: Mapping[str, str], execd_token: str | None
     ) -> list[str]:
         """Create the seed sandboxes through each mock's API, then arm the faults; return one line a provider."""
+        if not self._parts:
+            return []
         from mockserver.asgi import clients  # httpx loads only when a scenario seeds sandboxes
 
         lines = []

@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/durability.py")
     parser.add_argument("--smoke", action="store_true", help="a short run")
     args = parser.parse_args(argv)
-    seconds, rounds = (0.6, 2) if args.smoke else (6.0, 6)
+    seconds, rounds = (0.4, 2) if args.smoke else (6.0, 6)
     with tempfile.TemporaryDirectory(prefix="sandproof-durable-") as tmp:
         state = str(Path(tmp) / "state.db")
         with start_serve() as memory, start_serve(["--state-file", state]) as durable:
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 for client in clients.values():
                     client.close()
-            per_fsync, how = fsyncs_per_write(durable.url("tensorlake"), durable.proc.pid, 50 if args.smoke else 300)
+            per_fsync, how = fsyncs_per_write(durable.url("tensorlake"), durable.proc.pid, 30 if args.smoke else 300)
     rates = {name: count / wall for name, (count, wall, _) in totals.items()}
     cpu_us = {name: cpu / count * 1e6 for name, (count, _, cpu) in totals.items()}
     ratio = rates["durable"] / rates["memory"]
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     fsync_text = f"{per_fsync:.2f} ({how})" if per_fsync is not None else f"not measured: {how}"
     print(f"fsyncs per acknowledged write: {fsync_text}; SQLite WAL, synchronous=NORMAL, committed before the answer")
-    parts, served, wire_us = breakdown(30 if args.smoke else 300, 3 if args.smoke else 7)
+    parts, served, wire_us = breakdown(20 if args.smoke else 300, 2 if args.smoke else 7)
     shares = "; ".join(f"{name} {us:.0f} us ({us / served:.0%})" for name, us in parts.items())
     print(
         f"CPU per request, TensorLake create/PATCH/GET/DELETE sent straight to the durable app: {served:.0f} us; "

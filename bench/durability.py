@@ -55,7 +55,7 @@ def _creates(client: httpx.Client, seconds: float, pid: int) -> tuple[int, float
     return count, time.perf_counter() - began, cpu_seconds(pid) - cpu0
 
 
-def fsyncs_per_write(url: str, pid: int, writes: int) -> tuple[float | None, str]:
+def fsyncs_per_write(url: str, pid: int, writes: int, settle: float = 0.5) -> tuple[float | None, str]:
     """Count the server's fsync/fdatasync calls over ``writes`` creates with strace; (None, reason) if it cannot."""
     strace = shutil.which("strace")
     if strace is None:
@@ -69,7 +69,7 @@ def fsyncs_per_write(url: str, pid: int, writes: int) -> tuple[float | None, str
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(0.5)  # let strace attach to every thread
+        time.sleep(settle)  # let strace attach to every thread
         if tracer.poll() is not None:
             assert tracer.stderr is not None
             return None, f"strace could not attach: {tracer.stderr.read().strip()[:200]}"
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/durability.py")
     parser.add_argument("--smoke", action="store_true", help="a short run")
     args = parser.parse_args(argv)
-    seconds, rounds = (0.4, 2) if args.smoke else (6.0, 6)
+    seconds, rounds = (0.3, 2) if args.smoke else (6.0, 6)
     with tempfile.TemporaryDirectory(prefix="sandproof-durable-") as tmp:
         state = str(Path(tmp) / "state.db")
         with start_serve() as memory, start_serve(["--state-file", state]) as durable:
@@ -231,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 for client in clients.values():
                     client.close()
-            per_fsync, how = fsyncs_per_write(durable.url("tensorlake"), durable.proc.pid, 30 if args.smoke else 300)
+            per_fsync, how = fsyncs_per_write(
+                durable.url("tensorlake"), durable.proc.pid, 20 if args.smoke else 300, 0.2 if args.smoke else 0.5
+            )
     rates = {name: count / wall for name, (count, wall, _) in totals.items()}
     cpu_us = {name: cpu / count * 1e6 for name, (count, _, cpu) in totals.items()}
     ratio = rates["durable"] / rates["memory"]

@@ -71,21 +71,6 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
         "test server others share. The SDKs' create bodies are a few KiB.",
         values="202 -> 413",
     ),
-    Deviation(
-        "renew:garbage*",
-        "body.detail.*.msg",
-        'pydantic-core\'s position-dependent datetime parse message (e.g. "input is too short")',
-        'one fixed message ("invalid character in year")',
-        "The 422 `type`, `loc` and `input` match; the exact wording depends on where pydantic-core's parser "
-        "stops and the SDK reports any 422 as UNEXPECTED_RESPONSE without reading it.",
-    ),
-    Deviation(
-        "renew:garbage*",
-        "body.detail.*.ctx.error",
-        "the parser's position-dependent reason",
-        "a fixed reason",
-        "Same as the message above: only the wording differs.",
-    ),
 )
 
 #: Mock bugs not yet fixed, written up in docs/differential-findings.md (F1-F13 are all fixed). Each entry covers

@@ -19,14 +19,14 @@ if TYPE_CHECKING:
     from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
     from .forward import PortForwarder, connect, open_connection
     from .limits import SandboxLimits
-    from .process import ExitStatus, LinuxProcess, OutputChunk, ProcessEvent
+    from .process import Exited, LinuxProcess, OutputChunk, ProcessEvent
     from .requirements import Requirements, RuntimeUnavailable, check_requirements, require
     from .runtime import LinuxRuntime, SandboxCapacityError, SandboxStartError
     from .sandbox import Limits, LinuxSandbox, RunResult, SandboxStateError, SpawnError, Usage
 
 _HOMES = {
     "EgressPlan": ".egress",
-    "ExitStatus": ".process",
+    "Exited": ".process",
     "Firewall": ".firewall",
     "Limits": ".sandbox",
     "LinuxProcess": ".process",
@@ -58,7 +58,7 @@ _HOMES = {
 
 __all__ = [
     "EgressPlan",
-    "ExitStatus",
+    "Exited",
     "Firewall",
     "Limits",
     "LinuxProcess",

@@ -22,7 +22,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["HISTORY_LIMIT", "WINDOW", "ExitStatus", "LinuxProcess", "OutputChunk", "ProcessEvent", "StreamName"]
+from mockserver.core.exits import Exited
+
+__all__ = ["HISTORY_LIMIT", "WINDOW", "Exited", "LinuxProcess", "OutputChunk", "ProcessEvent", "StreamName"]
 
 HISTORY_LIMIT = 8 * 1024 * 1024
 #: Bytes of output the init may send before the runtime acknowledges them (the init's ``WINDOW`` too).
@@ -40,34 +42,7 @@ class OutputChunk:
     data: bytes
 
 
-@dataclass(frozen=True)
-class ExitStatus:
-    """How a process ended: an exit code, or the signal that killed it, and why."""
-
-    code: int | None
-    signal: int | None = None
-    timed_out: bool = False
-    oom_killed: bool = False
-    lost: bool = False
-
-    @property
-    def shell_code(self) -> int:
-        """Return the status a shell reports: the code, or 128 + signal (137 for SIGKILL and OOM kills)."""
-        if self.code is not None:
-            return self.code
-        return 128 + (self.signal or 9)
-
-    @property
-    def reason(self) -> str:
-        """Return ``oom_killed``, ``timed_out``, ``signaled`` or ``exited``."""
-        if self.oom_killed:
-            return "oom_killed"
-        if self.timed_out:
-            return "timed_out"
-        return "signaled" if self.code is None else "exited"
-
-
-ProcessEvent = OutputChunk | ExitStatus
+ProcessEvent = OutputChunk | Exited
 
 
 class LinuxProcess:
@@ -89,7 +64,7 @@ class LinuxProcess:
         self.pid: int | None = None
         self.started_at = time.time()
         self.ended_at: float | None = None
-        self.status: ExitStatus | None = None
+        self.status: Exited | None = None
         self._stdin_open = stdin or pty
         self._send = send
         self._signal = signal
@@ -110,7 +85,7 @@ class LinuxProcess:
     # -- fed by the runtime's I/O thread -----------------------------------------------------------
 
     def publish(self, event: ProcessEvent) -> None:
-        """Append an event (runtime use); an ExitStatus ends the history."""
+        """Append an event (runtime use); an Exited ends the history."""
         with self._cond:
             if self.status is not None:
                 return
@@ -189,7 +164,7 @@ class LinuxProcess:
         return self._events[start - self._base :], self._base + len(self._events)
 
     def events(self, since: int = 0, timeout: float | None = None) -> Iterator[ProcessEvent]:
-        """Yield events from position ``since`` until the ExitStatus (or until ``timeout`` seconds pass)."""
+        """Yield events from position ``since`` until the Exited (or until ``timeout`` seconds pass)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         position = since
         self._reading(1)
@@ -207,13 +182,13 @@ class LinuxProcess:
                 for offset, event in enumerate(batch):
                     yield event
                     self._took(start + offset + 1)
-                    if isinstance(event, ExitStatus):
+                    if isinstance(event, Exited):
                         return
         finally:
             self._reading(-1)
 
     async def aevents(self, since: int = 0) -> AsyncIterator[ProcessEvent]:
-        """Yield events from position ``since`` until the ExitStatus, on the caller's event loop."""
+        """Yield events from position ``since`` until the Exited, on the caller's event loop."""
         loop = asyncio.get_running_loop()
         flag = asyncio.Event()
         token = (loop, flag)
@@ -233,27 +208,27 @@ class LinuxProcess:
                 for offset, event in enumerate(batch):
                     yield event
                     self._took(start + offset + 1)
-                    if isinstance(event, ExitStatus):
+                    if isinstance(event, Exited):
                         return
         finally:
             with self._cond:
                 self._waiters.discard(token)
             self._reading(-1)
 
-    def wait(self, timeout: float | None = None) -> ExitStatus | None:
+    def wait(self, timeout: float | None = None) -> Exited | None:
         """Block until the process ends (or ``timeout``); return its status (None on timeout)."""
         with self._cond:
             self._cond.wait_for(lambda: self.status is not None, timeout)
             return self.status
 
-    async def await_exit(self) -> ExitStatus:
+    async def await_exit(self) -> Exited:
         """Wait on the caller's event loop until the process ends; return its status."""
         with self._cond:
             if self.status is not None:
                 return self.status
             position = self._base + len(self._events)
         async for event in self.aevents(position):
-            if isinstance(event, ExitStatus):
+            if isinstance(event, Exited):
                 return event
         raise RuntimeError("the event stream ended without an exit")
 

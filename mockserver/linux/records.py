@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .process import ExitStatus
+from .process import Exited
 
 __all__ = ["Limits", "RunResult", "SandboxStateError", "SpawnError", "Usage", "spawn_error"]
 
@@ -71,7 +71,7 @@ class RunResult:
 
     stdout: bytes
     stderr: bytes
-    status: ExitStatus
+    status: Exited
 
     @property
     def exit_code(self) -> int:

@@ -39,7 +39,7 @@ from .confine import Confinement
 from .firewall import Firewall
 from .kernel import CLONE_NEWUTS, enter_ns
 from .launch import Layout
-from .process import ExitStatus, LinuxProcess, OutputChunk, StreamName
+from .process import Exited, LinuxProcess, OutputChunk, StreamName
 from .records import Limits, RunResult, SandboxStateError, SpawnError, Usage, spawn_error
 
 __all__ = ["Limits", "LinuxSandbox", "RunResult", "SandboxState", "SandboxStateError", "SpawnError", "Usage"]
@@ -177,7 +177,7 @@ class LinuxSandbox:
             code, signum = header.get("code"), header.get("signal")
             killed = signum == signal.SIGKILL or code == 128 + signal.SIGKILL  # itself, or a shell's child
             oom = killed and self.cgroup is not None and self.cgroup.new_oom_kill()
-            proc.publish(ExitStatus(code, signum, bool(header.get("timed_out")), oom))
+            proc.publish(Exited(code, signum, bool(header.get("timed_out")), oom))
             with self._lock:
                 self._processes.pop(proc.ident, None)
 
@@ -187,7 +187,7 @@ class LinuxSandbox:
             procs, self._processes = list(self._processes.values()), {}
         oom = self.cgroup is not None and self.cgroup.new_oom_kill()
         for proc in procs:
-            proc.publish(ExitStatus(None, signal.SIGKILL, oom_killed=oom, lost=True))
+            proc.publish(Exited(None, signal.SIGKILL, oom_killed=oom, lost=True))
 
     # -- processes ---------------------------------------------------------------------------------
 
@@ -250,7 +250,7 @@ class LinuxSandbox:
 
         ``stdin=True`` gives it a pipe (see :meth:`LinuxProcess.write_stdin`), else ``/dev/null``; ``pty=(rows,
         cols)`` runs it on a new terminal instead (one ``pty`` stream, input through stdin). ``timeout``
-        seconds after the start the init kills its process group (``ExitStatus.timed_out``).
+        seconds after the start the init kills its process group (``Exited.timed_out``).
         """
         proc, future = self._spawn(command, env, cwd, stdin, pty, timeout)
         try:

@@ -3,7 +3,7 @@
 :class:`LinuxBackend` starts processes in the sandbox a provider's record is bound to (the provider's
 ``sandbox_of`` makes or finds it, see :mod:`mockserver.linux.bindings`) and hands them out as
 :class:`RealProcess`, which is both a :class:`~.interface.Process` and a :class:`~.interface.Terminal`.
-:func:`relay` is the one loop that turns a real process's events (``OutputChunk``, ``ExitStatus``) into the
+:func:`relay` is the one loop that turns a real process's events (``OutputChunk``, ``Exited``) into the
 runtime's (:class:`~.interface.Output`, :class:`~.interface.Exited`): a terminal's output is ``stdout``.
 
 A process whose sandbox is paused or gone ignores its stdin, signals and resizes (they would fail), as a
@@ -24,7 +24,7 @@ from mockserver.linux.process import LinuxProcess, OutputChunk
 from mockserver.linux.records import SandboxStateError, SpawnError, Usage
 from mockserver.linux.sandbox import LinuxSandbox
 
-from .interface import LINUX, Capabilities, Exited, Output, RuntimeEvent
+from .interface import LINUX, Capabilities, Output, RuntimeEvent
 
 __all__ = ["LinuxBackend", "RealProcess", "SandboxStateError", "SpawnError", "relay", "shell"]
 
@@ -43,7 +43,7 @@ async def relay(process: LinuxProcess, since: int = 0) -> AsyncIterator[RuntimeE
         if isinstance(event, OutputChunk):
             yield Output("stderr" if event.stream == "stderr" else "stdout", event.data)
         else:
-            yield Exited(event.code, event.signal, event.timed_out, event.oom_killed, event.lost)
+            yield event  # one Exited for both runtimes (mockserver.core.exits)
             return
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 
-from mockserver.linux.process import ExitStatus, LinuxProcess, OutputChunk
+from mockserver.linux.process import Exited, LinuxProcess, OutputChunk
 from mockserver.linux.sandbox import LinuxSandbox, SandboxStateError, SpawnError
 from mockserver.runtime import spawn_exit_code
 from mockserver.sandbox.steps import Exit, Output, Step
@@ -36,7 +36,7 @@ def _stop(proc: LinuxProcess) -> None:
             proc.kill()
 
 
-def status_steps(event: OutputChunk | ExitStatus) -> Step:
+def status_steps(event: OutputChunk | Exited) -> Step:
     """Return the step of one process event (PTY output counts as stdout)."""
     if isinstance(event, OutputChunk):
         return Output("stderr" if event.stream == "stderr" else "stdout", event.data)

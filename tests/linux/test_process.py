@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from mockserver.linux import ExitStatus, LinuxSandbox, OutputChunk
+from mockserver.linux import Exited, LinuxSandbox, OutputChunk
 from mockserver.linux.process import LinuxProcess
 
 from .conftest import needs_runtime
@@ -19,21 +19,19 @@ def test_history_is_followed_from_any_position_and_ends_at_the_exit() -> None:
     proc = _offline()
     proc.publish(OutputChunk("stdout", b"a"))
     proc.publish(OutputChunk("stderr", b"b"))
-    proc.publish(ExitStatus(0))
+    proc.publish(Exited(0))
     proc.publish(OutputChunk("stdout", b"ignored after the exit"))
-    assert list(proc.events()) == [OutputChunk("stdout", b"a"), OutputChunk("stderr", b"b"), ExitStatus(0)]
-    assert list(proc.events(since=2)) == [ExitStatus(0)]
+    assert list(proc.events()) == [OutputChunk("stdout", b"a"), OutputChunk("stderr", b"b"), Exited(0)]
+    assert list(proc.events(since=2)) == [Exited(0)]
     assert proc.output() == b"ab" and proc.output("stderr") == b"b"
     assert not proc.running and not proc.stdin_open
 
 
 def test_a_blocked_reader_wakes_on_publish_from_another_thread() -> None:
     proc = _offline()
-    threading.Timer(
-        0.05, lambda: (proc.publish(OutputChunk("stdout", b"x")), proc.publish(ExitStatus(None, 9)))
-    ).start()
-    assert [type(e).__name__ for e in proc.events(timeout=10)] == ["OutputChunk", "ExitStatus"]
-    assert proc.wait(1) == ExitStatus(None, 9)
+    threading.Timer(0.05, lambda: (proc.publish(OutputChunk("stdout", b"x")), proc.publish(Exited(None, 9)))).start()
+    assert [type(e).__name__ for e in proc.events(timeout=10)] == ["OutputChunk", "Exited"]
+    assert proc.wait(1) == Exited(None, 9)
 
 
 def test_events_timeout_returns_without_an_exit() -> None:
@@ -41,10 +39,10 @@ def test_events_timeout_returns_without_an_exit() -> None:
 
 
 def test_exit_status_reasons_and_shell_codes() -> None:
-    assert (ExitStatus(3).reason, ExitStatus(3).shell_code) == ("exited", 3)
-    assert (ExitStatus(None, 15).reason, ExitStatus(None, 15).shell_code) == ("signaled", 143)
-    assert ExitStatus(None, 9, timed_out=True).reason == "timed_out"
-    assert (ExitStatus(None, 9, oom_killed=True).reason, ExitStatus(None, 9, oom_killed=True).shell_code) == (
+    assert (Exited(3).reason, Exited(3).shell_code) == ("exited", 3)
+    assert (Exited(None, 15).reason, Exited(None, 15).shell_code) == ("signaled", 143)
+    assert Exited(None, 9, timed_out=True).reason == "timed_out"
+    assert (Exited(None, 9, oom_killed=True).reason, Exited(None, 9, oom_killed=True).shell_code) == (
         "oom_killed",
         137,
     )
@@ -61,10 +59,10 @@ def test_async_readers_on_two_loops() -> None:
     for thread in threads:
         thread.start()
     proc.publish(OutputChunk("stdout", b"1"))
-    proc.publish(ExitStatus(0))
+    proc.publish(Exited(0))
     for thread in threads:
         thread.join(10)
-    assert results == [[OutputChunk("stdout", b"1"), ExitStatus(0)]] * 2
+    assert results == [[OutputChunk("stdout", b"1"), Exited(0)]] * 2
 
 
 @needs_runtime
@@ -76,12 +74,12 @@ def test_output_streams_while_the_process_runs(sandbox: LinuxSandbox) -> None:
         if len(seen) == 1:
             assert proc.running  # the first line arrived before the end
     assert b"".join(e.data for e in seen if isinstance(e, OutputChunk)) == b"1\n2\n3\n"
-    assert seen[-1] == ExitStatus(0)
+    assert seen[-1] == Exited(0)
 
 
 @needs_runtime
 def test_async_interface_end_to_end(sandbox: LinuxSandbox) -> None:
-    async def main() -> tuple[bytes, ExitStatus]:
+    async def main() -> tuple[bytes, Exited]:
         proc = await sandbox.start_process_async(
             ["python3", "-c", "import sys; print(sys.stdin.read()[::-1])"], stdin=True
         )
@@ -90,7 +88,7 @@ def test_async_interface_end_to_end(sandbox: LinuxSandbox) -> None:
         out = b"".join([e.data async for e in proc.aevents() if isinstance(e, OutputChunk)])
         return out, await proc.await_exit()
 
-    assert asyncio.run(main()) == (b"hello\n", ExitStatus(0))
+    assert asyncio.run(main()) == (b"hello\n", Exited(0))
 
 
 @needs_runtime

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC
 from typing import Any
 
 import httpx
@@ -11,8 +12,9 @@ import pytest
 
 from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
+from mockserver.opensandbox.model.bodies import RenewRequest, validated
 from mockserver.opensandbox.model.spec import iso, parse_create
-from mockserver.opensandbox.model.validation import Checker, RequestValidationError
+from mockserver.opensandbox.model.validation import RequestValidationError
 
 from .conftest import API_KEY
 
@@ -208,9 +210,7 @@ def test_whole_seconds_have_no_fraction(client: httpx.Client) -> None:
 )
 def test_unix_times_read_like_pydantic(value: Any, expected: str) -> None:
     """F9: numbers and numeric text are Unix seconds (milliseconds above 2e10), like pydantic."""
-    check = Checker()
-    parsed = check.datetime_value(value, ["body", "expiresAt"])
-    assert check.errors == [] and parsed is not None and parsed.isoformat() == expected
+    assert validated(RenewRequest, {"expiresAt": value}).expires_at.astimezone(UTC).isoformat() == expected
 
 
 @pytest.mark.parametrize(
@@ -222,14 +222,16 @@ def test_unix_times_read_like_pydantic(value: Any, expected: str) -> None:
         (float("nan"), "datetime_parsing", "NaN values not permitted"),
         (-62_135_596_800_001, "datetime_parsing", "year 0 is out of range"),
         ("99999999999999999", "datetime_from_date_parsing", "dates after 9999 are not supported as unix timestamps"),
-        ("1e3", "datetime_from_date_parsing", "invalid character in year"),
+        ("1e3", "datetime_from_date_parsing", "input is too short"),
+        ("not-a-date", "datetime_from_date_parsing", "invalid character in year"),
+        ("2030-13-01", "datetime_from_date_parsing", "month value is outside expected range of 1-12"),
     ],
 )
 def test_bad_unix_times_are_422(value: Any, kind: str, reason: str | None) -> None:
-    """F9: out-of-range and non-numeric values give pydantic's error types."""
-    check = Checker()
-    assert check.datetime_value(value, ["body", "expiresAt"]) is None
-    [entry] = check.errors
+    """F9: out-of-range and non-numeric values give pydantic's error types and the parser's own reason."""
+    with pytest.raises(RequestValidationError) as caught:
+        validated(RenewRequest, {"expiresAt": value})
+    [entry] = caught.value.errors
     assert entry["type"] == kind and entry["loc"] == ["body", "expiresAt"]
     assert entry.get("ctx", {}).get("error") == reason
 

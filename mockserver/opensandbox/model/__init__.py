@@ -6,8 +6,9 @@ predict a target's answers. A refusal is an :class:`~mockserver.core.ApiError` (
 :mod:`.errors`) or a :class:`.validation.RequestValidationError`; nothing here imports starlette, uvicorn,
 httpx or the HTTP layer.
 
-Modules: :mod:`.profiles` (runtimes), :mod:`.validation` (pydantic-style checks), :mod:`.spec` (the create
-request), :mod:`.records` (sandbox, command and snapshot records), :mod:`.state` (the state machine),
+Modules: :mod:`.profiles` (runtimes), :mod:`.bodies` (the request bodies, declared as pydantic models),
+:mod:`.validation` (FastAPI's body decoding and 422), :mod:`.spec` (the create request's runtime checks),
+:mod:`.records` (sandbox, command and snapshot records), :mod:`.state` (the state machine),
 :mod:`.auth` (keys and tenants), :mod:`.config` (server settings; :mod:`.server_file` reads them from the real
 server's TOML file), :mod:`.query` (query strings),
 :mod:`.lifecycle` (the lifecycle operations), :mod:`.endpoints` (endpoint resolution), :mod:`.ports` (the

@@ -34,9 +34,7 @@ from .config import ServerConfig
 from .errors import TextError, backend_connection_failed
 from .profiles import EGRESS_PORT
 from .records import SandboxRecord
-from .spec import check_policy_fields, check_rule_fields
 from .state import OpenSandboxState
-from .validation import Checker
 from .vault import check_policy_update
 
 __all__ = [
@@ -202,19 +200,17 @@ def check_policy_body(method: str, body: Any) -> None:
 
     PUT takes a ``NetworkPolicy``, PATCH a list of ``NetworkRule``, DELETE a list of targets; GET no body.
     """
-    check = Checker()
+    if method not in ("PUT", "PATCH", "DELETE"):
+        return
+    from .bodies import RULES, TARGETS, validated
+    from .bodies import NetworkPolicy as PolicyBody
+
     if method == "PUT":
-        if check.obj(body, ["body"]) is not None:
-            check_policy_fields(check, body, ["body"])
+        validated(PolicyBody, body)
     elif method == "PATCH":
-        if not isinstance(body, list):
-            check.add("list_type", ["body"], body)
-        else:
-            for i, rule in enumerate(body):
-                check_rule_fields(check, rule, ["body", i])
+        validated(RULES, body)
     elif method == "DELETE":
-        check.str_list(body, ["body"])
-    check.raise_if_any()
+        validated(TARGETS, body)
 
 
 def network_policy(

@@ -3,7 +3,8 @@
 Each function takes the state, the caller's tenant and what the request carried (a decoded JSON body,
 query pairs, path values), applies the real server's checks in its order (body model first, as FastAPI
 does, then the sandbox lookup, then the state rules) and returns the response body as a dict, or raises
-an :class:`~mockserver.core.ApiError` / :class:`~.validation.RequestValidationError`.
+an :class:`~mockserver.core.ApiError` / :class:`~.validation.RequestValidationError`. The bodies are validated by
+their declarations (:mod:`.bodies`), imported on first use.
 
 Known deviations from the real 1.1.1 server:
 
@@ -30,7 +31,6 @@ from .query import Query, metadata_filter, page_of, query_last, query_values
 from .records import SandboxRecord, SnapshotRecord
 from .spec import iso, parse_create
 from .state import OpenSandboxState
-from .validation import Checker
 
 __all__ = [
     "DEVIATING_OPERATIONS",
@@ -67,38 +67,12 @@ def version() -> dict[str, Any]:
 
 
 def metrics_event(state: OpenSandboxState, body: Any) -> None:
-    """Accept an SDK telemetry event (``sandbox.create``, its duration and outcome); 422 when malformed.
+    """Accept an SDK telemetry event (:class:`.bodies.MetricsEvent`: ``sandbox.create``, its duration and outcome);
+    422 when malformed. The body is kept as sent."""
+    from .bodies import MetricsEvent, validated
 
-    The ``MetricsEvent`` model's fields, in its order: ``eventType``, ``sandboxId`` and ``image`` (strings or
-    null), ``createDurationMs`` (>= 0), ``success``; other fields are ignored.
-    """
-    check = Checker()
-    data = check.obj(body, ["body"])
-    check.raise_if_any()
-    assert data is not None
-    if "eventType" not in data:
-        check.add("missing", ["body", "eventType"], data)
-    elif data["eventType"] != "sandbox.create":
-        check.add(
-            "literal_error",
-            ["body", "eventType"],
-            data["eventType"],
-            "Input should be 'sandbox.create'",
-            expected="'sandbox.create'",
-        )
-    for key in ("sandboxId", "image"):
-        if data.get(key) is not None:
-            check.string(data[key], ["body", key])
-    if "createDurationMs" not in data:
-        check.add("missing", ["body", "createDurationMs"], data)
-    else:
-        check.integer(data["createDurationMs"], ["body", "createDurationMs"], ge=0)
-    if "success" not in data:
-        check.add("missing", ["body", "success"], data)
-    else:
-        check.boolean(data["success"], ["body", "success"])
-    check.raise_if_any()
-    state.add_metrics_event(data)
+    validated(MetricsEvent, body)
+    state.add_metrics_event(body)
 
 
 def create_sandbox(
@@ -149,20 +123,16 @@ def resume_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> Non
 def renew_expiration(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any) -> dict[str, Any]:
     """Set a new expiry time: ``{"expiresAt"}`` in, the stored ``{"expiresAt"}`` out.
 
-    422 for a body without a valid ``expiresAt``; then 404; then, as the real server (it converts to UTC
-    after the lookup and does not catch the overflow), a bare 500 for a time UTC cannot hold; then 400 for a
-    time not in the future and 409 for a sandbox without automatic expiry.
+    422 for a body without a valid ``expiresAt`` (:class:`.bodies.RenewRequest`: RFC 3339 text or a Unix time;
+    a time without an offset is UTC); then 404; then, as the real server (it converts to UTC after the lookup
+    and does not catch the overflow), a bare 500 for a time UTC cannot hold; then 400 for a time not in the
+    future and 409 for a sandbox without automatic expiry.
     """
-    check = Checker()
-    data = check.obj(body, ["body"])
-    check.raise_if_any()
-    assert data is not None
-    if "expiresAt" not in data:
-        check.add("missing", ["body", "expiresAt"], data)
-    check.raise_if_any()
-    when = check.datetime_value(data["expiresAt"], ["body", "expiresAt"])
-    check.raise_if_any()
-    assert when is not None
+    from .bodies import RenewRequest, validated
+
+    when = validated(RenewRequest, body).expires_at
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
     sb = state.find(sandbox_id, tenant)
     try:
         when = when.astimezone(UTC)
@@ -173,17 +143,11 @@ def renew_expiration(state: OpenSandboxState, tenant: str, sandbox_id: str, body
 
 def patch_metadata(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any) -> dict[str, Any]:
     """Merge-patch the metadata (null deletes): 422 unless an object of strings and nulls; the sandbox body."""
-    check = Checker()
-    if not isinstance(body, dict):
-        check.add("dict_type", ["body"], body)
-    else:
-        for key, value in body.items():
-            if value is not None:
-                check.string(value, ["body", key])
-    check.raise_if_any()
-    assert isinstance(body, dict)
+    from .bodies import METADATA_PATCH, validated
+
+    patch = validated(METADATA_PATCH, body)
     sb = state.find(sandbox_id, tenant)
-    return state.patch_metadata(sb.tenant, sb.id, body).to_json()
+    return state.patch_metadata(sb.tenant, sb.id, patch).to_json()
 
 
 @dataclass(frozen=True)
@@ -197,15 +161,9 @@ class CreatedSnapshot:
 
 def create_snapshot(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any, delay: float) -> CreatedSnapshot:
     """Snapshot a sandbox (202): an optional ``{"name"}`` body; ready after ``delay`` virtual seconds."""
-    name: str | None = None
-    if body is not None:
-        check = Checker()
-        data = check.obj(body, ["body"])
-        check.raise_if_any()
-        assert data is not None
-        if data.get("name") is not None:
-            name = check.string(data["name"], ["body", "name"], min_length=1)
-        check.raise_if_any()
+    from .bodies import CreateSnapshotRequest, validated
+
+    name = None if body is None else validated(CreateSnapshotRequest, body).name
     sb = state.find(sandbox_id, tenant)
     snap = state.create_snapshot(sb.tenant, sb.id, name, delay)
     return CreatedSnapshot(snap, snap.to_json(state.clock.now()), f"/v1/snapshots/{snap.id}")

@@ -1,7 +1,7 @@
-"""Create-request rules without HTTP: the ``CreateSandboxRequest`` checks and Kubernetes label syntax.
+"""Create-request rules without HTTP: the runtime's checks of a ``CreateSandboxRequest`` and Kubernetes label syntax.
 
-:func:`parse_create` checks a body as the real server does: the body model's field errors (422, in the
-model's field order), its model validator (422 ``value_error``), then the runtime's checks (400) in the real
+:func:`parse_create` checks a body as the real server does: its declaration (:class:`.bodies.CreateSandboxRequest`:
+the field errors and the model validator, 422, from pydantic), then the runtime's checks (400) in the real
 Docker runtime's order: lifecycle hooks, ``poolRef``, the snapshot, the entrypoint, metadata labels,
 ``platform``, the expiry, secure access, the network policy, resource limits, volumes (:mod:`.volumes`).
 
@@ -32,9 +32,7 @@ from typing import Any
 from contracts.opensandbox import NetworkPolicy, PolicyError
 from mockserver.core import ApiError
 
-from .hooks import check_lifecycle
-from .validation import CREATE_FIELDS, Checker, value_error
-from .volumes import check_volumes, validate_volumes
+from .volumes import validate_volumes
 
 RESERVED_PREFIX = "opensandbox.io/"
 DEFAULT_PAGE_SIZE = 20
@@ -54,7 +52,6 @@ _MEMORY_UNITS = {
 }
 _MAX_INT64 = 2**63 - 1
 _INVALID = "SANDBOX::INVALID_PARAMETER"
-RESERVED_ENV = "OPENSANDBOX_LIFECYCLE"
 
 #: The operations of the served OpenAPI documents the known deviations above concern (``mockserver.core.deviations``).
 DEVIATING_OPERATIONS: dict[str, tuple[str, ...]] = {"lifecycle": ("POST /sandboxes",)}
@@ -158,80 +155,14 @@ def validate_docker_resource_limits(limits: dict[str, str]) -> None:
         raise bad_request(_INVALID, f"Invalid resourceLimits.{key}: {shown}; must resolve to a {rule}")
 
 
-def _pool_ref(data: dict[str, Any]) -> str:
-    """Return the non-blank ``extensions.poolRef`` of a type-checked create body, or ``""``."""
-    return str((data.get("extensions") or {}).get("poolRef") or "").strip()
-
-
-_TEMPLATE_CONFLICTS = (
-    "image",
-    "entrypoint",
-    "env",
-    "resourceLimits",
-    "resourceRequests",
-    "volumes",
-    "platform",
-    "credentialProxy",
-    "lifecycle",
-)
-
-
-def _check_model(body: Any, data: dict[str, Any], secure_access: bool) -> None:
-    """Run the body model's own validator (422 ``value_error``) in the real order.
-
-    The reserved env variable first; then template mode (``templateId``: nothing that shapes the workload, and a
-    timeout) or pool mode (``extensions.poolRef``: no lifecycle, no snapshot), each ending the checks; then
-    ``credentialProxy.enabled`` needs a policy, exactly one of image and snapshot, an entrypoint with an image,
-    and ``resourceLimits``.
-    """
-    if RESERVED_ENV in (data.get("env") or {}):
-        raise value_error(
-            body, f"Environment variable '{RESERVED_ENV}' is reserved. Use the lifecycle request field instead."
-        )
-    snapshot = bool(str(data.get("snapshotId") or "").strip())
-    if str(data.get("templateId") or "").strip():
-        present = [name for name in _TEMPLATE_CONFLICTS if data.get(name) is not None]
-        present += ["snapshotId"] * snapshot + ["secureAccess"] * secure_access
-        if present:
-            raise value_error(
-                body,
-                f"templateId cannot be combined with: {', '.join(sorted(present))}; "
-                "the workload shape is fixed by the template's golden image.",
-            )
-        if data.get("timeout") is None:
-            raise value_error(body, "timeout is required when templateId is provided.")
-        return
-    if _pool_ref(data):
-        if data.get("lifecycle") is not None:
-            raise value_error(body, "lifecycle cannot be used together with poolRef.")
-        if snapshot:
-            raise value_error(body, "snapshotId cannot be used together with poolRef.")
-        return
-    proxy = data.get("credentialProxy")
-    if (
-        isinstance(proxy, dict)
-        and Checker().boolean(proxy.get("enabled", False), [])
-        and data.get("networkPolicy") is None
-    ):
-        raise value_error(body, "credentialProxy.enabled requires networkPolicy.")
-    image = data.get("image")
-    has_image = isinstance(image, dict) and bool(str(image.get("uri", "")).strip())
-    if has_image == snapshot:
-        raise value_error(body, "Exactly one of image or snapshotId must be provided.")
-    if has_image and not data.get("entrypoint"):
-        raise value_error(body, "Entrypoint is required when image is provided.")
-    if data.get("resourceLimits") is None:
-        raise value_error(body, "resourceLimits is required when poolRef is not provided.")
-
-
-def _platform(raw: dict[str, Any]) -> dict[str, str]:
+def _platform(given_os: str, given_arch: str) -> dict[str, str]:
     """Return a checked ``platform`` as the Docker runtime stores it (os and arch stripped, lower case); 400 else."""
-    os_name, arch = str(raw["os"]).strip().lower(), str(raw["arch"]).strip().lower()
+    os_name, arch = given_os.strip().lower(), given_arch.strip().lower()
     if os_name not in SUPPORTED_OS:
-        raise bad_request(_INVALID, f"Unsupported platform.os '{raw['os']}'. Supported values: {sorted(SUPPORTED_OS)}.")
+        raise bad_request(_INVALID, f"Unsupported platform.os '{given_os}'. Supported values: {sorted(SUPPORTED_OS)}.")
     if arch not in SUPPORTED_ARCH:
         raise bad_request(
-            _INVALID, f"Unsupported platform.arch '{raw['arch']}'. Supported values: {sorted(SUPPORTED_ARCH)}."
+            _INVALID, f"Unsupported platform.arch '{given_arch}'. Supported values: {sorted(SUPPORTED_ARCH)}."
         )
     return {"os": os_name, "arch": arch}
 
@@ -266,78 +197,6 @@ class CreateSpec:
     sidecar_refusal: str | None = None
 
 
-def _check_fields(check: Checker, data: dict[str, Any]) -> None:
-    """Record the body model's field errors, in the model's field order (pydantic reports them so)."""
-    image = data.get("image")
-    if image is not None and (img := check.obj(image, ["body", "image"])) is not None:
-        if "uri" not in img:
-            check.add("missing", ["body", "image", "uri"], img)
-        else:
-            check.string(img["uri"], ["body", "image", "uri"])
-    if data.get("snapshotId") is not None:
-        check.string(data["snapshotId"], ["body", "snapshotId"])
-    platform = data.get("platform")
-    if platform is not None and (plat := check.obj(platform, ["body", "platform"])) is not None:
-        for key in ("os", "arch"):
-            if key not in plat:
-                check.add("missing", ["body", "platform", key], plat)
-            else:
-                check.string(plat[key], ["body", "platform", key])
-    if data.get("timeout") is not None:
-        check.integer(data["timeout"], ["body", "timeout"], ge=60)
-    for key in ("resourceLimits", "resourceRequests"):
-        if data.get(key) is not None:
-            check.str_map(data[key], ["body", key])
-    if data.get("env") is not None:
-        check.str_map(data["env"], ["body", "env"], nullable_values=True)
-    if data.get("metadata") is not None:
-        check.str_map(data["metadata"], ["body", "metadata"])
-    check_lifecycle(check, data.get("lifecycle"), ["body", "lifecycle"])
-    if data.get("entrypoint") is not None:
-        check.str_list(data["entrypoint"], ["body", "entrypoint"], min_items=1)
-    check_policy_fields(check, data.get("networkPolicy"), ["body", "networkPolicy"])
-    proxy = data.get("credentialProxy")
-    if (
-        proxy is not None
-        and (fields := check.obj(proxy, ["body", "credentialProxy"])) is not None
-        and "enabled" in fields
-    ):
-        check.boolean(fields["enabled"], ["body", "credentialProxy", "enabled"])
-    if "secureAccess" in data:  # a plain bool with a default: null is not allowed
-        check.boolean(data["secureAccess"], ["body", "secureAccess"])
-    check_volumes(check, data.get("volumes"))
-    if data.get("extensions") is not None:
-        check.str_map(data["extensions"], ["body", "extensions"])
-    if data.get("templateId") is not None:
-        check.string(data["templateId"], ["body", "templateId"], min_length=1)
-
-
-def check_policy_fields(check: Checker, raw_policy: Any, loc: list[str | int]) -> None:
-    """Record the ``NetworkPolicy`` model's errors for a policy at ``loc`` (``defaultAction``, ``egress`` rules)."""
-    if raw_policy is None or (pol := check.obj(raw_policy, loc)) is None:
-        return
-    default = pol.get("defaultAction")
-    if default is not None:
-        check.string(default, [*loc, "defaultAction"])
-    rules = pol.get("egress", [])
-    if not isinstance(rules, list):
-        check.add("list_type", [*loc, "egress"], rules)
-        return
-    for i, rule in enumerate(rules):
-        check_rule_fields(check, rule, [*loc, "egress", i])
-
-
-def check_rule_fields(check: Checker, rule: Any, loc: list[str | int]) -> None:
-    """Record the ``NetworkRule`` model's errors for a rule at ``loc`` (``action`` and a non-empty ``target``)."""
-    if (r := check.obj(rule, loc)) is None:
-        return
-    for key in ("action", "target"):  # pydantic reports each field in turn, in the model's field order
-        if key not in r:
-            check.add("missing", [*loc, key], r)
-        else:
-            check.string(r[key], [*loc, key], min_length=1 if key == "target" else 0)
-
-
 def parse_create(
     body: Any,
     runtime: str = "docker",
@@ -348,7 +207,8 @@ def parse_create(
     max_timeout: int | None = None,
     resolve_snapshot: Callable[[str], object] | None = None,
 ) -> CreateSpec:
-    """Validate a create body like pydantic (422) and the given runtime (400) would, in the real order.
+    """Validate a create body with its declaration (422, :class:`.bodies.CreateSandboxRequest`), then as the given
+    runtime would (400), in the real order.
 
     ``now`` (the server's time) lets the expiry check run where the real server runs it, after the
     platform check; ``allowed_host_paths`` is the server's host-volume allow-list (empty by default);
@@ -359,89 +219,73 @@ def parse_create(
     and ``resourceLimits`` are looked at. ``max_timeout`` (``[server] max_sandbox_timeout_seconds``) bounds the
     ``timeout`` right after its expiry is checked, as ``ensure_timeout_within_limit`` does.
     """
-    check = Checker()
-    data = check.obj(body, ["body"])
-    check.raise_if_any()
-    assert data is not None
-    _check_fields(check, data)
-    check.raise_if_any()
-    image, snapshot_id, entrypoint = data.get("image"), data.get("snapshotId"), data.get("entrypoint")
-    lax = Checker()  # the values passed the model: these only convert them (``"60"`` is 60)
-    timeout = None if data.get("timeout") is None else lax.integer(data["timeout"], [])
-    secure_access = "secureAccess" in data and bool(lax.boolean(data["secureAccess"], []))
-    _check_model(body, data, secure_access)
-    has_image = isinstance(image, dict) and bool(str(image.get("uri", "")).strip())
-    has_snapshot = bool((snapshot_id or "").strip()) and not _pool_ref(data)
+    from .bodies import CREATE_KEYS, CreateSandboxRequest, validated
+
+    req = validated(CreateSandboxRequest, body)
+    pool_ref = req.pool_ref
+    has_snapshot = req.has_snapshot and not pool_ref
+    entrypoint = req.entrypoint
     docker = runtime == "docker"
-    if docker and data.get("lifecycle") is not None:
+    if docker and req.lifecycle is not None:
         raise bad_request(_INVALID, "lifecycle hooks are not supported by the Docker provider.")
-    if docker and _pool_ref(data):
+    if docker and pool_ref:
         raise bad_request(
             "SANDBOX::UNSUPPORTED_POOL_REF",
             "poolRef is not supported by the Docker provider. Use Kubernetes BatchSandbox provider instead.",
         )
     if has_snapshot and resolve_snapshot is not None:
-        resolve_snapshot(str(snapshot_id).strip())
+        resolve_snapshot(str(req.snapshot_id).strip())
     if has_snapshot and not entrypoint:
         entrypoint = list(SNAPSHOT_ENTRYPOINT)
-    if docker and not entrypoint and not _pool_ref(data):
+    if docker and not entrypoint and not pool_ref:
         raise bad_request("DOCKER::INVALID_ENTRYPOINT", "Entrypoint must contain at least one command.")
-    metadata = dict(data.get("metadata") or {})
+    metadata = dict(req.metadata or {})
     validate_labels(metadata)
-    platform = None if data.get("platform") is None else _platform(data["platform"])
+    platform = None if req.platform is None else _platform(req.platform.os, req.platform.arch)
     if now is not None:
-        check_timeout(timeout, now)
-    if max_timeout is not None and timeout is not None and timeout > max_timeout:
-        raise bad_request(_INVALID, f"Sandbox timeout {timeout}s exceeds configured maximum of {max_timeout}s.")
-    if docker and secure_access:
+        check_timeout(req.timeout, now)
+    if max_timeout is not None and req.timeout is not None and req.timeout > max_timeout:
+        raise bad_request(_INVALID, f"Sandbox timeout {req.timeout}s exceeds configured maximum of {max_timeout}s.")
+    if docker and req.secure_access:
         raise bad_request(
             _INVALID,
             "secureAccess is not supported when runtime.type='docker'. "
             "Use the Kubernetes runtime to create secured sandboxes.",
         )
-    raw_policy = data.get("networkPolicy")
-    if raw_policy is not None and policy_refusal is not None:
+    if req.network_policy is not None and policy_refusal is not None:
         raise bad_request(_INVALID, policy_refusal)
-    policy, refusal = sidecar_policy(raw_policy) if raw_policy is not None else (None, None)
-    resource_limits = dict(data.get("resourceLimits") or {})
+    policy, refusal = (None, None)
+    if req.network_policy is not None:
+        policy, refusal = sidecar_policy(req.network_policy.model_dump(by_alias=True, exclude_none=True))
+    resource_limits = dict(req.resource_limits or {})
     if docker:
         validate_docker_resource_limits(resource_limits)
-    validate_volumes(data.get("volumes"), allowed_host_paths)
+    validate_volumes(req.volumes, allowed_host_paths)
     return CreateSpec(
-        image={"uri": image["uri"]} if has_image and isinstance(image, dict) else None,
-        snapshot_id=snapshot_id if has_snapshot else None,
-        timeout=timeout,
+        image={"uri": req.image.uri} if req.image is not None and req.has_image else None,
+        snapshot_id=req.snapshot_id if has_snapshot else None,
+        timeout=req.timeout,
         entrypoint=list(entrypoint or []),
-        env={k: v for k, v in (data.get("env") or {}).items() if v is not None},
+        env={k: v for k, v in (req.env or {}).items() if v is not None},
         metadata=metadata,
         resource_limits=resource_limits,
-        extensions=dict(data.get("extensions") or {}),
+        extensions=dict(req.extensions or {}),
         platform=platform,
         policy=policy,
-        unknown_fields=sorted(set(data) - CREATE_FIELDS),
-        echo_metadata=data.get("metadata") is not None,
+        unknown_fields=sorted(set(body) - CREATE_KEYS),
+        echo_metadata=req.metadata is not None,
         sidecar_refusal=refusal,
     )
 
 
-def sidecar_payload(raw_policy: dict[str, Any]) -> dict[str, Any]:
-    """Return what the server hands the sidecar for a policy the body model accepted: its dump by alias,
-    ``None`` left out, so only ``defaultAction`` and each rule's ``action`` and ``target``."""
-    payload: dict[str, Any] = {
-        "egress": [{"action": r["action"], "target": r["target"]} for r in raw_policy.get("egress") or []]
-    }
-    if raw_policy.get("defaultAction") is not None:
-        payload["defaultAction"] = raw_policy["defaultAction"]
-    return payload
-
-
-def sidecar_policy(raw_policy: dict[str, Any]) -> tuple[NetworkPolicy | None, str | None]:
+def sidecar_policy(payload: dict[str, Any]) -> tuple[NetworkPolicy | None, str | None]:
     """Return the policy the egress sidecar runs for a create body's ``networkPolicy``, or its refusal.
 
-    The server accepts any policy its body model accepts; the sidecar parses the dump at its start
-    (:func:`sidecar_payload`) and refuses what the reference engine refuses.
+    The server accepts any policy its body model accepts and hands the sidecar the model's dump by alias without
+    ``None`` (``payload``: ``defaultAction`` when given and each rule's ``action`` and ``target``); the sidecar
+    parses it at its start and refuses what the reference engine refuses.
     """
     try:
-        return NetworkPolicy.from_json(sidecar_payload(raw_policy)), None
+        return NetworkPolicy.from_json(payload), None
     except PolicyError as exc:
         return None, f"the egress sidecar refuses the policy: {exc}"

@@ -251,11 +251,19 @@ def test_metrics_pause_and_pty_refusals(mock: OpenSandboxMock, config: Connectio
         await sb.commands.run(
             "exec sh -c 'while :; do date +%s%N >> /tmp/ticks; sleep 0.02; done'", opts=RunCommandOpts(background=True)
         )
-        await asyncio.sleep(0.2)
-        await sb.pause()
         linux = mock.linux
         assert linux is not None
         real = linux.host.get(sb.id)
+        assert real is not None
+
+        async def ticking() -> bool:
+            try:
+                return len(real.read_file("/tmp/ticks").splitlines()) >= 2
+            except OSError:
+                return False
+
+        await wait_for(ticking)  # the loop runs before the pause (a loaded machine may start it late)
+        await sb.pause()
         assert real is not None and real.state == "frozen"
         ticks = real.read_file("/tmp/ticks")
         await asyncio.sleep(0.2)

@@ -5,9 +5,11 @@ Download ``offset``/``limit`` are line based (1-based first line, line count); `
 
 Known deviations: with the emulator a sandbox's files live in the mock's memory and hold at most 16 MiB of
 content (``FileSystem`` quota), whatever the container's disk; a write beyond it fails as a full disk does
-(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing. A path of 4096 bytes or more, or
-with a name over 255 bytes, is refused with 400 ``INVALID_PATH`` "... file name too long" on either runtime (real
-execd reports the kernel's ENAMETOOLONG as it reports any error but a missing file: 500 ``RUNTIME_ERROR``).
+(500 ``RUNTIME_ERROR`` "<path>: no space left on device") and writes nothing.
+
+A path of 4096 bytes or more, or with a name over 255 bytes, fails as the kernel's ENAMETOOLONG does in real
+execd, which reports every OS error but a missing file alike: 500 ``RUNTIME_ERROR`` "... file name too long",
+on every route (``DELETE /files`` and ``DELETE /directories`` document no 400), and changes nothing.
 """
 
 from __future__ import annotations
@@ -90,13 +92,10 @@ def fs_error(exc: FsError, path: str) -> ApiError:
 
 
 def name_too_long(path: str) -> ApiError:
-    """Return the refusal of a path the kernel would refuse with ENAMETOOLONG.
-
-    A choice: real execd reports every OS error but a missing file as 500 ``RUNTIME_ERROR``; the mock answers
-    this one, which only the client's input causes, with a 400 (see docs/deviations.md).
-    """
+    """Return execd's answer to a path the kernel refuses with ENAMETOOLONG: 500 ``RUNTIME_ERROR``, as for
+    any OS error but a missing file."""
     shown = path if len(path) <= 128 else f"{path[:128]}..."
-    return ApiError(400, "INVALID_PATH", f"error accessing file {shown}: file name too long")
+    return ApiError(500, "RUNTIME_ERROR", f"error accessing file {shown}: file name too long")
 
 
 def invalid_file(message: str) -> ApiError:

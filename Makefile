@@ -66,9 +66,13 @@ $(NODE_STAMP): $(CLIENTS_JS)/package.json $(CLIENTS_JS)/package-lock.json
 		echo "npm ci failed (no registry?): the TypeScript client tests (tests/clients) skip"; \
 	fi
 
-# The project's venv, the real server's and the clients' are independent: they install side by side.
+# The project's venv, the real server's and the clients' are independent: they install side by side. The project's
+# own modules are byte-compiled too: with PYTHONDONTWRITEBYTECODE set (as in the Dockerfile) every process (each
+# xdist worker, each served mock a test starts) would otherwise compile them from source again; Python still
+# checks each source's time stamp, so an edited module is compiled afresh.
 install:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) $(NEMO_STAMP) $(OSS_STAMP) $(CLIENTS_STAMP) $(NODE_STAMP)
+	@$(PY) -m compileall -q mockserver harness sandproof contracts tests bench > /dev/null
 
 # Debian packages the suite drives for real: Chromium for the dashboard test (never a downloaded browser) and
 # the linux runtime's tools (bubblewrap, nftables, iproute2; curl, procps and ping for its tests). Installed

@@ -11,6 +11,10 @@ Two levels, each on both runtimes:
   ``POST /v1/sandboxes``, execd's ``POST /command {"command": "echo hi"}`` (SSE, direct endpoint) and
   ``DELETE``, each on a mock built with ``runtime="emulator"`` and ``runtime="linux"``.
 
+* the runtime as sandboxes accumulate: the same linux cycle while 1, 10 and 50 sandboxes are live (the
+  cycling one and 0, 9 or 49 others held open); the goal is flat, the slowest p50 within 1.5 times the fastest
+  (``--smoke``: 1 and 10 only).
+
 Prints p50/p95 in milliseconds and the ratios; the target for linux is a p50 under 60 ms. On a machine
 where the linux runtime cannot run it prints the reason and the emulator figures only. No figure is
 asserted.
@@ -34,7 +38,7 @@ if __package__ in (None, ""):
 from support import emit
 
 from mockserver.asgi.server import MockServer
-from mockserver.linux import LinuxRuntime
+from mockserver.linux import LinuxRuntime, LinuxSandbox
 from mockserver.linux.requirements import check_requirements
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.sandbox import CommandEmulator, FileSystem
@@ -42,6 +46,8 @@ from mockserver.service import HttpMock
 from mockserver.tensorlake import TensorLakeMock
 
 TARGET_MS = 60.0
+LIVE_COUNTS = (1, 10, 50)
+FLAT_GOAL = 1.5
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -134,6 +140,21 @@ def provider_cycles(mock: HttpMock, runs: int) -> list[float]:
         return cycles(cycle, runs)
 
 
+def live_cycles(runtime: LinuxRuntime, runs: int, counts: tuple[int, ...] = LIVE_COUNTS) -> dict[int, float]:
+    """Return the linux cycle's p50 (ms) while each of ``counts`` sandboxes is live."""
+    held: list[LinuxSandbox] = []
+    found: dict[int, float] = {}
+    try:
+        for live in counts:
+            while len(held) < live - 1:
+                held.append(runtime.create_sandbox())
+            found[live] = report(f"linux, {live} live", cycles(linux_cycle(runtime), runs))
+    finally:
+        for sandbox in held:
+            sandbox.destroy()
+    return found
+
+
 def report(name: str, samples: list[float]) -> float:
     """Print p50/p95 of ``samples`` in milliseconds; return the p50."""
     p50, p95 = percentile(samples, 0.5) * 1000, percentile(samples, 0.95) * 1000
@@ -159,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
         linux_p50 = report("linux", cycles(linux_cycle(runtime), runs))
         print(f"linux     runtime start (world, user namespace, launcher): {runtime_ms:.1f} ms, once per runtime")
         print(f"linux     cgroups: {runtime.cgroups.describe()}")
+        by_live = live_cycles(runtime, 5, LIVE_COUNTS[:2]) if args.smoke else live_cycles(runtime, runs)
+    flat = max(by_live.values()) / min(by_live.values())
+    print(
+        "linux     as sandboxes accumulate: "
+        + ", ".join(f"{live} live {ms:.1f} ms" for live, ms in by_live.items())
+        + f"; slowest / fastest p50 = {flat:.2f} (goal <= {FLAT_GOAL})"
+    )
     with LinuxRuntime(warm=0) as cold:
         report("linux-0", cycles(linux_cycle(cold), runs))
         print("linux-0   (the same without the warm pool: every sandbox started on demand)")
@@ -171,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         "tensorlake": lambda name: TensorLakeMock(runtime=name),
         "opensandbox": lambda name: OpenSandboxMock(runtime=name),
     }
-    headline: dict[str, float] = {"emulator_p50": emulator_p50, "linux_p50": linux_p50}
+    headline: dict[str, float] = {"emulator_p50": emulator_p50, "linux_p50": linux_p50, "live_flat": round(flat, 3)}
+    headline.update({f"live_{live}_p50": ms for live, ms in by_live.items()})
     for provider, make in makers.items():
         figures: dict[str, float] = {}
         for name in ("emulator", "linux"):

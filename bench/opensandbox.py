@@ -2,12 +2,18 @@
 
 Reports p50/p95 of ``commands.run("echo hi")`` and lifecycle ``GET /v1/sandboxes/{id}`` requests per
 second next to a bare Starlette endpoint served the same way, in the same run.
+
+The exec path is compared with its floor: a bare Starlette endpoint that answers ``POST /command`` with the
+very bytes the mock's execd sent for ``echo hi`` (recorded in the same run, streamed as Server-Sent Events).
+Two ratios, goal <= 1.2 each: the mock's ``POST /command`` p50 over loopback HTTP ÷ the floor's, and the SDK's
+``commands.run("echo hi")`` p50 ÷ the floor's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import importlib
 import os
@@ -15,18 +21,23 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from support import emit
 
 from mockserver.asgi.server import MockServer
 from mockserver.opensandbox import OpenSandboxMock
 
 API_KEY = "bench-key"
+EXECD_PORT = 44772
+GOAL = 1.2
+#: The recorded execd answer the bare floor replays (base64 of the SSE body), passed to its process.
+FLOOR_BODY_ENV = "SANDPROOF_BENCH_SSE_BODY"
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -75,11 +86,39 @@ def bare_app() -> Starlette:
     async def sandbox(request: Request) -> JSONResponse:
         return JSONResponse({"id": request.path_params["sid"], "status": {"state": "Running"}})
 
-    return Starlette(routes=[Route("/v1/sandboxes/{sid}", sandbox)])
+    recorded = base64.b64decode(os.environ.get(FLOOR_BODY_ENV, ""))
+
+    async def command(request: Request) -> Response:
+        await request.body()
+
+        async def events() -> AsyncIterator[bytes]:
+            yield recorded
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return Starlette(
+        routes=[Route("/v1/sandboxes/{sid}", sandbox), Route("/direct/{sid}/{port}/command", command, methods=["POST"])]
+    )
+
+
+def command_p50(url: str, sandbox_id: str, runs: int) -> tuple[float, bytes]:
+    """Return the p50 seconds of ``POST /command {"command": "echo hi"}`` over loopback HTTP, and the last body."""
+    path = f"/direct/{sandbox_id}/{EXECD_PORT}/command"
+    samples, body = [], b""
+    with httpx.Client(base_url=url, headers={"OPEN-SANDBOX-API-KEY": API_KEY}, trust_env=False) as client:
+        for n in range(runs + 5):
+            began = time.perf_counter()
+            response = client.post(path, json={"command": "echo hi"})
+            body = response.content
+            if n >= 5:
+                samples.append(time.perf_counter() - began)
+            if response.status_code != 200 or b"hi" not in body:
+                raise RuntimeError(f"POST /command answered {response.status_code}: {body[:200]!r}")
+    return percentile(samples, 0.5), body
 
 
 @contextlib.contextmanager
-def served(kind: str) -> Iterator[str]:
+def served(kind: str, body: bytes = b"") -> Iterator[str]:
     """Serve the mock (``kind="mock"``) or the bare app in a child process; yield its URL.
 
     A separate process keeps the SDK's event loop and the server from sharing one interpreter lock,
@@ -90,6 +129,7 @@ def served(kind: str) -> Iterator[str]:
         stdout=subprocess.PIPE,
         stdin=subprocess.PIPE,
         text=True,
+        env={**os.environ, FLOOR_BODY_ENV: base64.b64encode(body).decode()},
     )
     try:
         assert child.stdout is not None
@@ -137,8 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         samples = asyncio.run(command_latencies(url, runs))
         sandbox_id = create_sandbox(url)
         mock_rps = requests_per_second(url, f"/v1/sandboxes/{sandbox_id}", gets, {"OPEN-SANDBOX-API-KEY": API_KEY})
-    with served("bare") as url:
+        mock_command, recorded = command_p50(url, sandbox_id, runs)
+    with served("bare", recorded) as url:
         bare_rps = requests_per_second(url, f"/v1/sandboxes/{sandbox_id}", gets, {})
+        floor, _ = command_p50(url, sandbox_id, runs)
     p50, p95 = percentile(samples, 0.5) * 1000, percentile(samples, 0.95) * 1000
     print(
         f"opensandbox commands.run('echo hi') via SDK over loopback: n={len(samples)} "
@@ -147,6 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"lifecycle GET /v1/sandboxes/{{id}}: {mock_rps:.0f} req/s (bare Starlette: {bare_rps:.0f} req/s, "
         f"ratio {mock_rps / bare_rps:.2f})"
+    )
+    asgi_ratio, sdk_ratio = mock_command / floor, percentile(samples, 0.5) / floor
+    print(
+        f"exec path p50: mock POST /command {mock_command * 1000:.2f} ms, SDK commands.run {p50:.2f} ms, bare SSE floor "
+        f"{floor * 1000:.2f} ms; ratios {asgi_ratio:.2f} and {sdk_ratio:.2f} (goal <= {GOAL})"
+    )
+    emit(
+        "opensandbox",
+        {"asgi_ratio": round(asgi_ratio, 3), "sdk_ratio": round(sdk_ratio, 3), "floor_ms": round(floor * 1000, 3)},
     )
     return 0
 

@@ -5,16 +5,21 @@ sets. Rule sets mix exact domains, wildcards, IPv4 addresses and CIDRs (with ``d
 queries hit rules about half of the time. Both engines are warmed up first, so index building and rule
 compilation are not timed. The report ends with two ratios: the indexed rate at the largest size over the
 rate at the smallest (target >= 0.5: cost must not grow with the rule count) and indexed over naive at 10k
-(target >= 20).
+(target >= 20). Building the largest policy from its JSON (``NetworkConfig.from_json``, then its index) is
+timed against ``json.loads`` of the same policy text (target: at most 5 times the parse).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+
+from support import emit
 
 from contracts._naive import decide_egress_naive
 from contracts.tensorlake import Decision, NetworkConfig, decide_egress
@@ -25,6 +30,7 @@ PREFIXES = (8, 12, 16, 20, 24, 28)
 SCALING_TARGET = 0.5
 SPEEDUP_TARGET = 20.0
 SPEEDUP_SIZE = 10_000
+BUILD_TARGET = 5.0
 
 Query = tuple[str | None, str | None]
 Engine = Callable[..., Decision]
@@ -91,6 +97,21 @@ def measure(engine: Engine, config: NetworkConfig, queries: Sequence[Query], bud
     return done / elapsed
 
 
+def build_ratio(config: NetworkConfig, repeats: int) -> tuple[float, float]:
+    """Return the median ms of building ``config`` from JSON text (parse, from_json, index) and of the parse alone."""
+    text = json.dumps(config.to_json())
+    build: list[float] = []
+    parse: list[float] = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        json.loads(text)
+        parse.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        NetworkConfig.from_json(json.loads(text)).index()
+        build.append(time.perf_counter() - began)
+    return statistics.median(build) * 1000, statistics.median(parse) * 1000
+
+
 def _check(label: str, value: float, target: float, *, smoke: bool) -> str:
     if smoke:
         return f"{label} = {value:,.2f} (smoke run; the target >= {target:g} applies to the full run)"
@@ -126,6 +147,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     scaling = indexed[large] / indexed[small]
     print(_check(f"ratio indexed@{large:,} / indexed@{small:,}", scaling, SCALING_TARGET, smoke=args.smoke))
     print(_check(f"ratio indexed / naive @{at:,}", indexed[at] / naive[at], SPEEDUP_TARGET, smoke=args.smoke))
+    build_size = sizes[-1]
+    build_ms, parse_ms = build_ratio(build_config(build_size, rng), 3 if args.smoke else 5)
+    print(
+        f"build of a {build_size:,}-rule policy from JSON (parse, from_json, index): {build_ms:.1f} ms; json.loads of "
+        f"it {parse_ms:.1f} ms; ratio {build_ms / parse_ms:.1f} (target <= {BUILD_TARGET:g})"
+    )
+    emit(
+        "policy",
+        {
+            "rules": build_size,
+            "build_ms": round(build_ms, 2),
+            "parse_ms": round(parse_ms, 2),
+            "build_ratio": round(build_ms / parse_ms, 2),
+        },
+    )
     return 0
 
 

@@ -24,6 +24,7 @@ BENCHES = (
     "listing.py",
     "startup.py",
     "crash.py",
+    "durability.py",
     "linux_runtime.py",
     "suite.py",
 )
@@ -45,9 +46,126 @@ def _run(script: Path, args: Sequence[str]) -> tuple[int, list[dict[str, Any]]]:
     return proc.wait(), figures
 
 
+def _verdict(met: bool | None) -> str:
+    return "n/a" if met is None else "met" if met else "not met"
+
+
+def goals(found: dict[str, dict[str, Any]]) -> list[str]:
+    """Return the rows of issue 22's table, each with its goal and whether this run met it."""
+    rows: list[tuple[str, str, str, bool | None]] = []
+    tl, over = found.get("tensorlake"), found.get("overhead")
+    if tl:
+        rows.append(
+            (
+                "TensorLake create->PATCH->GET->DELETE cycles/s / (echo req/s / 4)",
+                f"{tl['score']:.2f}",
+                ">= 0.85",
+                tl["score"] >= 0.85,
+            )
+        )
+    if over:
+        cpu_score = over["tensorlake_echo_us"] / over["tensorlake_mock_us"]
+        rows.append(
+            (
+                "TensorLake server CPU score (echo us / mock us per GET)",
+                f"{cpu_score:.2f} ({over['tensorlake_mock_us']:.0f} vs {over['tensorlake_echo_us']:.0f} us)",
+                ">= 0.75",
+                cpu_score >= 0.75,
+            )
+        )
+    osb = found.get("opensandbox")
+    if osb:
+        for key, label in (
+            ("asgi_ratio", "execd POST /command p50 / bare SSE floor (loopback HTTP)"),
+            ("sdk_ratio", "opensandbox SDK commands.run('echo hi') p50 / bare SSE floor"),
+        ):
+            rows.append((label, f"{osb[key]:.2f}", "<= 1.2", osb[key] <= 1.2))
+    start = found.get("startup")
+    if start:
+        cpu_ratio = start["serve_cpu_ms"] / start["bare_cpu_ms"]
+        rows.append(
+            (
+                "sandproof serve start, CPU / two bare apps",
+                f"{cpu_ratio:.2f} ({start['serve_cpu_ms']:.0f} vs {start['bare_cpu_ms']:.0f} ms)",
+                "<= 1.2",
+                cpu_ratio <= 1.2,
+            )
+        )
+        rows.append(
+            (
+                "sandproof serve start, both ports answer",
+                f"{start['serve_ms']:.0f} ms (bare {start['bare_ms']:.0f} ms)",
+                "< 300 ms on a quiet machine",
+                start["serve_ms"] < 300,
+            )
+        )
+        rows.append(
+            (
+                "in-process TensorLakeMock() and its app, first build",
+                f"{start['constructor_ms']:.1f} ms (bare {start['bare_constructor_ms']:.1f} ms)",
+                "<= 5 ms",
+                start["constructor_ms"] <= 5,
+            )
+        )
+    suite = found.get("suite")
+    if suite and not suite.get("skipped"):
+        cpu = f", {suite['cpu_seconds']:.0f} s CPU" if suite.get("cpu_seconds") is not None else ""
+        rows.append(
+            (
+                "sandproof check --target mock",
+                f"{suite['seconds']:.1f} s wall{cpu} ({suite['source']})",
+                "< 60 s wall on a quiet machine",
+                suite["seconds"] < 60,
+            )
+        )
+    policy = found.get("policy")
+    if policy:
+        rows.append(
+            (
+                f"policy: build of a {policy['rules']:,}-rule policy / json.loads of it",
+                f"{policy['build_ratio']:.1f} ({policy['build_ms']:.0f} vs {policy['parse_ms']:.1f} ms)",
+                "<= 5 (at 100k rules)",
+                policy["build_ratio"] <= 5 if policy["rules"] >= 100_000 else None,
+            )
+        )
+    durable = found.get("durability")
+    if durable:
+        fsyncs = "not measured" if durable["fsyncs_per_write"] is None else f"{durable['fsyncs_per_write']:.2f}"
+        rows.append(
+            (
+                "creates/s with --state-file / in memory",
+                f"{durable['ratio']:.2f} ({fsyncs} fsyncs per acknowledged write)",
+                ">= 0.7",
+                durable["ratio"] >= 0.7,
+            )
+        )
+    linux = found.get("linux_runtime")
+    if linux and not linux.get("skipped"):
+        lives = ", ".join(f"{n} live {linux[f'live_{n}_p50']:.0f} ms" for n in (1, 10, 50) if f"live_{n}_p50" in linux)
+        rows.append(
+            (
+                "linux create->echo->delete p50, slowest / fastest as sandboxes are live",
+                f"{linux['live_flat']:.2f} ({lives})",
+                "<= 1.5",
+                linux["live_flat"] <= 1.5,
+            )
+        )
+    elif linux:
+        rows.append(("linux create->echo->delete at 1, 10, 50 live", f"skipped ({linux['skipped']})", "<= 1.5", None))
+    return [f"{label}: {value} (goal {goal}: {_verdict(met)})" for label, value, goal, met in rows]
+
+
 def summary(found: dict[str, dict[str, Any]]) -> list[str]:
     """Return the acceptance lines: each headline figure next to its goal."""
-    lines = []
+    lines = goals(found)
+    durable = found.get("durability")
+    if durable:
+        parts = "; ".join(
+            f"{name} {us:.0f} us ({us / durable['request_us']:.0%})" for name, us in durable["parts_us"].items()
+        )
+        lines.append(
+            f"CPU per request sent straight to the durable TensorLake app: {durable['request_us']:.0f} us; {parts}"
+        )
     over = found.get("overhead")
     if over:
         for provider in ("tensorlake", "opensandbox"):
@@ -71,12 +189,6 @@ def summary(found: dict[str, dict[str, Any]]) -> list[str]:
             f"crash test: {crash['rounds']} SIGKILLs, {crash['acknowledged']} acknowledged writes: lost {crash['lost']}, "
             f"phantom {crash['phantom']} (goal 0 and 0); stray files: {crash['stray_files'] or 'none'}"
         )
-    start = found.get("startup")
-    if start:
-        lines.append(
-            f"start-up (both ports answer): {start['serve_ms']:.0f} ms, {start['serve_cpu_ms']:.0f} ms CPU "
-            f"(two bare apps: {start['bare_ms']:.0f} ms, {start['bare_cpu_ms']:.0f} ms CPU; goal <= 300 ms)"
-        )
     linux = found.get("linux_runtime")
     if linux and linux.get("skipped"):
         lines.append(f"linux runtime: skipped ({linux['skipped']})")
@@ -88,11 +200,6 @@ def summary(found: dict[str, dict[str, Any]]) -> list[str]:
         lines.append(
             f"create -> echo -> delete p50: linux runtime {linux['linux_p50']:.1f} ms, emulator "
             f"{linux['emulator_p50']:.2f} ms (goal linux < 60 ms); through the APIs: {apis}"
-        )
-    suite = found.get("suite")
-    if suite and not suite.get("skipped"):
-        lines.append(
-            f"contract suite: {suite['seconds']:.1f} s, {suite['examples']:,} examples ({suite['source']}; goal < 90 s)"
         )
     return lines
 

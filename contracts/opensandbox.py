@@ -105,6 +105,8 @@ def _is_domain(name: str) -> bool:
 
 def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """Return the address ``text`` spells, or None when it is not a plain IP literal."""
+    if ":" not in text and not text.replace(".", "").isdigit():
+        return None  # neither an IPv4 literal (digits and dots) nor IPv6 (colons): no exception raised twice
     try:
         address = ipaddress.ip_address(text)
     except ValueError:

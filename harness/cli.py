@@ -100,6 +100,10 @@ def pytest_args(args: argparse.Namespace, contracts_dir: Path = CONTRACTS_DIR) -
         str(contracts_dir / CONFIG_FILE),
         "-p",
         "no:cacheprovider",
+        # Every assert of the contract modules carries its message, so pytest's assertion rewriting adds nothing
+        # to a report; off, the run does not parse and recompile each plugin's modules (hypothesis,
+        # schemathesis, ...) on import: about 2 s of CPU a run.
+        "--assert=plain",
         "-W",
         "ignore::pytest.PytestAssertRewriteWarning",  # `sandproof` imported plugin modules (anyio) already
         f"--sandproof-target={args.target}",

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from mockserver.admin.scenario import (
     ProviderScenario,
     Scenario,
@@ -32,6 +30,8 @@ from mockserver.opensandbox.model.endpoints import EXECD_ACCESS_HEADER
 from mockserver.opensandbox.model.profiles import EXECD_PORT
 
 if TYPE_CHECKING:
+    import httpx
+
     from mockserver.service import HttpMock
 
 __all__ = ["LoadedScenarios", "ScenarioError", "load_scenarios"]
@@ -79,11 +79,15 @@ class LoadedScenarios:
         self, mocks: Mapping[str, HttpMock], urls: Mapping[str, str], execd_token: str | None
     ) -> list[str]:
         """Create the seed sandboxes through each mock's API, then arm the faults; return one line a provider."""
+        if not self._parts:
+            return []
+        from mockserver.asgi import clients  # httpx loads only when a scenario seeds sandboxes
+
         lines = []
         for provider, found in self._parts.items():
             mock = mocks[provider]
             default_key = (mock.pinned_keys() or [DEFAULT_API_KEY])[0]
-            with httpx.Client(base_url=urls[provider], timeout=60, trust_env=False) as http:
+            with clients.client(base_url=urls[provider], timeout=60, trust_env=False) as http:
                 made = [
                     _SEEDERS[provider](
                         http, seed, seed.api_key or default_key, execd_token, found.source, f"{provider}.sandboxes[{i}]"

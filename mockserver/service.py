@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
-from mockserver.admin.catalogue import NamedFault
+from mockserver.admin.catalogue import LazyCatalogue, NamedFault
 from mockserver.admin.guard import AdminGuard
 from mockserver.admin.routes import admin_routes
 from mockserver.asgi.middleware import FaultMiddleware, JournalMiddleware
@@ -48,7 +48,7 @@ class HttpMock(MockCore):
 
     def admin_routes(self) -> list[BaseRoute]:
         """Return the admin service's routes, already prefixed with ``/_mock``."""
-        return admin_routes(self, self.extra_admin_routes(), self.named_faults())
+        return admin_routes(self, self.extra_admin_routes(), LazyCatalogue(self.named_faults))
 
     def exception_handlers(self) -> dict[Any, Any]:
         """Return the Starlette exception handlers; the default renders :class:`ApiError`."""

@@ -23,6 +23,7 @@ from harness.concurrency.driving import LifecycleDriver
 from harness.concurrency.modeling import canonical
 from harness.concurrency.opensandbox_model import EGRESS_KINDS, MAX_PAGE_SIZE, OpenSandboxSpec, list_view, output_of
 from harness.concurrency.workload import ClientContext, perform
+from mockserver.asgi import clients
 
 __all__ = ["LABEL_KEY", "LIFECYCLE_WEIGHTS", "TARGETS", "WEIGHTS", "OpenSandboxDriver"]
 
@@ -80,7 +81,7 @@ class OpenSandboxDriver(LifecycleDriver):
     def client(self) -> httpx.Client:
         """Return a client with the API key header."""
         headers = {"OPEN-SANDBOX-API-KEY": self.api_key} if self.api_key else {}
-        return httpx.Client(base_url=self.base_url, headers=headers, timeout=self.timeout)
+        return clients.client(base_url=self.base_url, headers=headers, timeout=self.timeout)
 
     def _output(self, kind: str, status: int, body: Any) -> Hashable:
         return output_of(kind, status, body, strict=self.strict)

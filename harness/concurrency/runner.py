@@ -25,6 +25,7 @@ from harness.concurrency.history import History, dump_operations
 from harness.concurrency.linearizability import DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT, check_history
 from harness.concurrency.workload import Driver, EgressProbe, SandboxPool, project, run_clients
 from harness.strength import Contract, define, spec
+from mockserver.asgi import clients
 
 if TYPE_CHECKING:
     from harness.reporting.mutation import Kill
@@ -148,7 +149,8 @@ def make_driver(
 
 def _clock_mode(base_url: str) -> str | None:
     try:
-        mode = httpx.get(f"{base_url.rstrip('/')}/_mock/clock", timeout=10).json().get("mode")
+        with clients.client(timeout=10) as http:
+            mode = http.get(f"{base_url.rstrip('/')}/_mock/clock").json().get("mode")
     except (httpx.HTTPError, ValueError, AttributeError):
         return None
     return mode if isinstance(mode, str) else None

@@ -22,6 +22,7 @@ from harness.concurrency.driving import LifecycleDriver
 from harness.concurrency.modeling import canonical
 from harness.concurrency.tensorlake_model import TensorLakeSpec, list_view, output_of
 from harness.concurrency.workload import ClientContext, perform
+from mockserver.asgi import clients
 
 __all__ = ["POLICIES", "WEIGHTS", "TensorLakeDriver"]
 
@@ -65,7 +66,7 @@ class TensorLakeDriver(LifecycleDriver):
     def client(self) -> httpx.Client:
         """Return a client with the bearer key (proxies ignored on loopback)."""
         loopback = (urlsplit(self.base_url).hostname or "") in LOOPBACK
-        return httpx.Client(
+        return clients.client(
             base_url=self.base_url,
             headers={"authorization": f"Bearer {self.api_key}"},
             timeout=self.timeout,

@@ -27,6 +27,7 @@ import httpx
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from harness.differential.fake_docker import FakeDocker, PortService, Published, ThreadedServer
+from mockserver.asgi import clients
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VENV = REPO_ROOT / ".venv-oss"
@@ -227,7 +228,7 @@ class RealOpenSandboxServer:
     def _wait_healthy(self, began: float) -> None:
         """Poll `/health` until it answers 200, the process dies or the timeout passes."""
         assert self._proc is not None
-        with httpx.Client(timeout=1.0, trust_env=False) as client:
+        with clients.client(timeout=1.0, trust_env=False) as client:
             while time.monotonic() - began < self.startup_timeout:
                 if self._proc.poll() is not None:
                     raise RealOpenSandboxStartError(

@@ -35,14 +35,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 
-import httpx
-
 from harness.differential.canonical import BASE_CREATE, CANONICAL_PROGRAMS, DROP, INVALID_CREATES, create, create_body
 from harness.differential.compare import Comparison, Difference, ProgramResult, diff, difference_values, report
 from harness.differential.deviations import KNOWN_DEVIATIONS, OPEN_FINDINGS, Deviation, covering
 from harness.differential.programs import Program, RelTime, Step
 from harness.differential.session import ABSENT, Observed, Session, Side, created_sandbox
 from harness.differential.strategies import programs, steps
+from mockserver.asgi import clients
 
 __all__ = [
     "ABSENT",
@@ -87,8 +86,8 @@ class DifferentialRunner:
         self.candidate = candidate
         self.deviations = tuple(KNOWN_DEVIATIONS + OPEN_FINDINGS if deviations is None else deviations)
         self._clients = (
-            httpx.Client(trust_env=False, timeout=timeout),
-            httpx.Client(trust_env=False, timeout=timeout),
+            clients.client(trust_env=False, timeout=timeout),
+            clients.client(trust_env=False, timeout=timeout),
         )
 
     def close(self) -> None:

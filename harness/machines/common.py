@@ -23,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from harness.reporting.progress import PROGRESS
 from harness.strength import Basis, Contract, breach, define, ledger, record
+from mockserver.asgi import clients
 
 if TYPE_CHECKING:
     from harness.reporting.mutation import Kill
@@ -247,7 +248,8 @@ def admin_session(target: Target, provider: str) -> Iterator[AdminClient | None]
         return
     client = target.admin_client(provider)
     url = target.url(provider)
-    mode = httpx.get(f"{url}/_mock/clock", timeout=10).json().get("mode", "auto")
+    with clients.client(timeout=10) as http:
+        mode = http.get(f"{url}/_mock/clock").json().get("mode", "auto")
     try:
         yield client
     finally:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from harness.openapi.specs import EGRESS_PORT, EGRESS_SANDBOX_REQUEST, SANDBOX_REQUEST
+from mockserver.asgi import clients
 
 if TYPE_CHECKING:
     from harness.targets import Target
@@ -62,7 +63,9 @@ def sandbox_endpoints(lifecycle: Endpoint, ports: Iterable[int]) -> Iterator[dic
     """
     ports = list(ports)
     request = EGRESS_SANDBOX_REQUEST if EGRESS_PORT in ports else SANDBOX_REQUEST
-    with httpx.Client(base_url=lifecycle.base_url, headers=dict(lifecycle.headers), timeout=REQUEST_TIMEOUT) as client:
+    with clients.client(
+        base_url=lifecycle.base_url, headers=dict(lifecycle.headers), timeout=REQUEST_TIMEOUT
+    ) as client:
         created = client.post("/v1/sandboxes", json=request)
         if created.status_code != 202:
             raise SandboxUnavailable(
@@ -97,7 +100,8 @@ STAND_IN_HEADER = "x-sandproof-stand-in"
 def served_by_stand_in(endpoint: Endpoint) -> bool:
     """Tell whether a sandbox port is served by sandproof's own execd behind a real server (its ``/ping`` says so)."""
     try:
-        answer = httpx.get(f"{endpoint.base_url}/ping", headers=dict(endpoint.headers), timeout=REQUEST_TIMEOUT)
+        with clients.client(headers=dict(endpoint.headers), timeout=REQUEST_TIMEOUT) as http:
+            answer = http.get(f"{endpoint.base_url}/ping")
     except httpx.HTTPError:
         return False
     return STAND_IN_HEADER in answer.headers

@@ -74,6 +74,7 @@ from harness.openapi.specs import (
     operation_labels,
 )
 from harness.targets.sidecar import sidecar_missing
+from mockserver.asgi import clients
 from mockserver.core.journal import GENERATED_HEADER
 
 if TYPE_CHECKING:
@@ -382,7 +383,7 @@ class SchemaContract:
         created, self._created = self._created, []
         if not created:
             return
-        with httpx.Client(
+        with clients.client(
             base_url=self.endpoint.base_url, headers=dict(self.endpoint.headers), timeout=REQUEST_TIMEOUT
         ) as client:
             for path in reversed(created):

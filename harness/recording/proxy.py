@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 from starlette.types import Message, Receive, Scope, Send
 
+from mockserver.asgi import clients
 from mockserver.asgi.server import MockServer
 from mockserver.core.cassette import BODY_LIMIT, CassetteHeader, CassetteWriter, Exchange
 
@@ -61,7 +62,7 @@ class RecordingProxy:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:  # made on the server's event loop, on first use
-            self._client = httpx.AsyncClient(
+            self._client = clients.async_client(
                 timeout=httpx.Timeout(self.timeout, connect=10.0),
                 trust_env=False,
                 follow_redirects=False,

@@ -35,6 +35,7 @@ from harness.differential.programs import Step
 from harness.differential.session import Observed, Session, Side, event_stream, reply_body
 from harness.recording.normalise import IgnoreRule, volatile_placeholders
 from harness.recording.rewrite import IdMap, Operation, classify, replay_headers, shift_times
+from mockserver.asgi import clients
 from mockserver.core.cassette import Cassette, Exchange, Message
 from mockserver.core.environment import DEFAULT_API_KEY
 
@@ -146,7 +147,7 @@ class Replayer:
 
     def replay(self, cassette: Cassette, name: str = "cassette") -> ReplayReport:
         """Replay every exchange of ``cassette`` in order; return the report."""
-        with httpx.Client(trust_env=False, timeout=self.timeout, follow_redirects=False) as client:
+        with clients.client(trust_env=False, timeout=self.timeout, follow_redirects=False) as client:
             run = _Run(self, cassette, client)
             results = tuple(run.exchange(i, e) for i, e in enumerate(cassette.exchanges, 1))
         return ReplayReport(name, self.target, results)

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-import httpx
-
 from harness.differential.programs import compact
 from harness.differential.session import ABSENT, Session, Side, event_stream
 from harness.recording.normalise import volatile_placeholders
+from mockserver.asgi import clients
 from mockserver.core.cassette import Cassette, Exchange
 
 __all__ = ["VOLATILE_HEADERS", "WireChange", "diff_cassettes", "flatten", "render_changes"]
@@ -66,7 +65,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 #: Sessions here only normalise values; they never send, so they share one client that is never opened.
-_NO_CLIENT = httpx.Client()
+_NO_CLIENT = clients.client()
 _NO_CLIENT.close()
 
 

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from harness.targets.common import API_KEY_ENV, TargetError
 from mockserver.admin.client import AdminClient
+from mockserver.asgi import clients
 
 __all__ = [
     "ALLOW_RESET",
@@ -186,7 +187,8 @@ def _list(httpx: Any, provider: str, url: str, api_key: str | None) -> Any:
         headers = (
             {"OPEN-SANDBOX-API-KEY": api_key} if provider == "opensandbox" else {"Authorization": f"Bearer {api_key}"}
         )
-    return httpx.get(url + LIST_PATHS[provider], headers=headers, timeout=_TIMEOUT, trust_env=False)
+    with clients.client(headers=headers, timeout=_TIMEOUT, trust_env=False) as http:
+        return http.get(url + LIST_PATHS[provider])
 
 
 def _article(word: str) -> str:

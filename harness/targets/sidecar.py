@@ -14,6 +14,8 @@ import threading
 
 import httpx
 
+from mockserver.asgi import clients
+
 __all__ = ["PROBE_BODY", "sidecar_missing"]
 
 EGRESS_PORT = 18080
@@ -42,7 +44,7 @@ def sidecar_missing(url: str, api_key: str | None, *, timeout: float = 30.0) -> 
 def _probe(url: str, api_key: str | None, timeout: float) -> str | None:
     """Create a sandbox with a policy, read its sidecar's ``/policy``, delete the sandbox."""
     headers = {"OPEN-SANDBOX-API-KEY": api_key} if api_key else {}
-    with httpx.Client(base_url=url, headers=headers, timeout=timeout) as client:
+    with clients.client(base_url=url, headers=headers, timeout=timeout) as client:
         created = client.post("/v1/sandboxes", json=PROBE_BODY)
         if created.status_code != 202:
             return f"the target creates no sandbox with an egress sidecar: {created.status_code} {created.text[:200]}"

@@ -40,6 +40,7 @@ from harness.targets.common import (
 from harness.targets.engines import ENGINE_METHODS, check_engine, load_engine
 from harness.targets.live import ReadOnlyAdminClient, Saved, put_back, reset_refusal, save
 from harness.targets.mocks import MOCK_CLASSES, MockStack, RunningMock
+from mockserver.asgi import clients
 
 if TYPE_CHECKING:
     from mockserver.admin.client import AdminClient
@@ -310,7 +311,8 @@ class Target:
 
         for provider, url in self._urls.items():
             try:
-                httpx.get(url, timeout=5.0, trust_env=False)
+                with clients.client(timeout=5.0, trust_env=False) as http:
+                    http.get(url)
             except httpx.HTTPError as exc:
                 raise TargetError(
                     f"target {self.spec!r}: cannot reach the {provider} server at {url}: {type(exc).__name__}: {exc}"

@@ -12,18 +12,19 @@ the method (``POST /_mock/faults/catalogue/{name}``). A refused call arms nothin
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
 from mockserver.core.errors import ApiError
 from mockserver.core.faults import FaultRule
 
-__all__ = ["FaultParam", "NamedFault", "arm", "catalogue_of", "describe", "named_fault"]
+__all__ = ["FaultParam", "LazyCatalogue", "NamedFault", "arm", "catalogue_of", "describe", "named_fault"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__sandproof_fault__"
@@ -137,30 +138,72 @@ def _json_type(annotation: Any) -> tuple[str, bool]:
     return _TYPES[base], False
 
 
-def _named(method: Callable[..., Any], mark: _Mark, common: Mapping[str, str]) -> NamedFault:
-    hints = typing.get_type_hints(method)
+def _described(function: Callable[..., Any], mark: _Mark, common: Mapping[str, str]) -> NamedFault:
+    """Describe a marked catalogue method (``self`` left out); the call is bound later, per catalogue object."""
+    hints = typing.get_type_hints(function)
     params = []
-    for name, parameter in inspect.signature(method).parameters.items():
+    for name, parameter in list(inspect.signature(function).parameters.items())[1:]:
         kind, nullable = _json_type(hints[name])
         required = parameter.default is inspect.Parameter.empty
         description = mark.params.get(name) or common.get(name)
         if not description:
-            raise TypeError(f"parameter {name!r} of fault {method.__name__!r} has no description")
+            raise TypeError(f"parameter {name!r} of fault {function.__name__!r} has no description")
         default = None if required else parameter.default
         params.append(FaultParam(name, kind, default, description, required, nullable))
-    doc = inspect.getdoc(method) or ""
+    doc = inspect.getdoc(function) or ""
     description = " ".join(doc.split()).replace("``", "`")
-    return NamedFault(method.__name__, description, tuple(params), mark.sdk_reaction, method)
+    return NamedFault(function.__name__, description, tuple(params), mark.sdk_reaction, function)
+
+
+_Described = tuple[tuple[str, NamedFault], ...]
+#: Each catalogue class's described faults, by (class, common parameter descriptions).
+_DESCRIBED: dict[tuple[type, tuple[tuple[str, str], ...]], _Described] = {}
+
+
+def _class_catalogue(cls: type, common: tuple[tuple[str, str], ...]) -> _Described:
+    """Return the named faults a catalogue class describes, by attribute name, sorted (read once per class)."""
+    found = _DESCRIBED.get((cls, common))
+    if found is None:
+        marked = [(name, getattr(cls, name)) for name in sorted(dir(cls))]
+        found = tuple(
+            (name, _described(function, mark, dict(common)))
+            for name, function in marked
+            if isinstance(mark := getattr(function, _MARK, None), _Mark)
+        )
+        _DESCRIBED[(cls, common)] = found
+    return found
 
 
 def catalogue_of(catalogue: object, common: Mapping[str, str] | None = None) -> dict[str, NamedFault]:
-    """Return the named faults of a catalogue object, by name; ``common`` describes shared parameter names."""
-    found: dict[str, NamedFault] = {}
-    for name in dir(type(catalogue)):
-        mark = getattr(getattr(type(catalogue), name), _MARK, None)
-        if isinstance(mark, _Mark):
-            found[name] = _named(getattr(catalogue, name), mark, common or {})
-    return dict(sorted(found.items()))
+    """Return the named faults of a catalogue object, by name; ``common`` describes shared parameter names.
+
+    The descriptions (signatures, type hints, docstrings) are read once per catalogue class; each call binds
+    the calls to ``catalogue``.
+    """
+    described = _class_catalogue(type(catalogue), tuple(sorted((common or {}).items())))
+    return {name: dataclasses.replace(fault, call=getattr(catalogue, name)) for name, fault in described}
+
+
+class LazyCatalogue(Mapping[str, NamedFault]):
+    """A catalogue read on first use: building a mock's app does not read its fault methods' signatures."""
+
+    def __init__(self, load: Callable[[], Mapping[str, NamedFault]]) -> None:
+        self._load = load
+        self._loaded: Mapping[str, NamedFault] | None = None
+
+    def _faults(self) -> Mapping[str, NamedFault]:
+        if self._loaded is None:
+            self._loaded = self._load()
+        return self._loaded
+
+    def __getitem__(self, name: str) -> NamedFault:
+        return self._faults()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._faults())
+
+    def __len__(self) -> int:
+        return len(self._faults())
 
 
 def describe(faults: Mapping[str, NamedFault]) -> dict[str, Any]:

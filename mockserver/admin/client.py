@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from mockserver.asgi import clients
 from mockserver.core.environment import ADMIN_TOKEN_ENV
 
 
@@ -27,7 +28,7 @@ class AdminClient:
     ) -> None:
         token = token if token is not None else os.environ.get(ADMIN_TOKEN_ENV) or None
         headers = {"x-sandproof-admin-token": token} if token else {}
-        self._http = httpx.Client(
+        self._http = clients.client(
             base_url=base_url.rstrip("/") + "/_mock", transport=transport, timeout=timeout, headers=headers
         )
 

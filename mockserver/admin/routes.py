@@ -68,7 +68,7 @@ def admin_routes(
     ``named`` is the provider's fault catalogue (:mod:`mockserver.admin.catalogue`), listed at
     ``GET /_mock/faults/catalogue`` and armed with ``POST /_mock/faults/catalogue/{name}``.
     """
-    faults_by_name: Mapping[str, NamedFault] = named or {}
+    faults_by_name: Mapping[str, NamedFault] = named if named is not None else {}
 
     async def reset(request: Request) -> Response:
         core.reset()

@@ -129,3 +129,23 @@ def test_every_parameter_needs_a_description() -> None:
 
     with pytest.raises(TypeError, match="level"):
         catalogue_of(Undocumented())
+
+
+def test_an_app_is_built_without_reading_its_catalogue_and_each_object_arms_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mockserver.admin import catalogue
+    from mockserver.asgi import clients
+    from mockserver.tensorlake import TensorLakeMock
+
+    monkeypatch.setattr(catalogue, "_DESCRIBED", {})
+    first, second = TensorLakeMock(), TensorLakeMock()
+    with first.server() as server:
+        assert catalogue._DESCRIBED == {}  # no signature read to build and serve the app
+        with clients.client(base_url=server.url, trust_env=False) as http:
+            listed = http.get("/_mock/faults/catalogue").json()["faults"]
+    assert len(catalogue._DESCRIBED) == 1 and {f["name"] for f in listed} == set(first.named_faults())
+    ours, theirs = first.named_faults(), second.named_faults()
+    name = next(iter(ours))
+    assert ours[name].params == theirs[name].params  # described once for the class
+    assert ours[name].call.__self__ is not theirs[name].call.__self__  # bound to each mock's own catalogue

@@ -57,3 +57,11 @@ def test_the_packages_load_a_name_only_when_it_is_used(package: str, name: str, 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True", "True"], out.stderr
+
+
+@pytest.mark.parametrize("package", ["mockserver.core", "mockserver.tensorlake", "mockserver.opensandbox"])
+def test_importing_a_package_loads_nothing_else_of_the_project(package: str) -> None:
+    code = f"import sys; before = set(sys.modules); import {package}; print(*sorted(set(sys.modules) - before))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = {name for name in out.stdout.split() if name.split(".")[0] in ("mockserver", "harness", "contracts")}
+    assert loaded == {"mockserver", "mockserver.core", "mockserver.core.lazy", package}, out.stdout

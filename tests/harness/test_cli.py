@@ -42,6 +42,7 @@ def test_pytest_args_carry_every_option(tmp_path: Path) -> None:
     assert "--sandproof-target=opensandbox:http://127.0.0.1:1" in argv
     assert "--hypothesis-profile=thorough" in argv and "--sandproof-report=out" in argv
     assert argv[argv.index("-k") + 1] == "list" and "-v" in argv and "--collect-only" not in argv
+    assert "--assert=plain" in argv  # the contract modules' asserts carry their messages
     listing = cli.pytest_args(cli.build_parser().parse_args(["--list", "--container"]), tmp_path)
     assert "--collect-only" in listing and "--sandproof-container" in listing and "-qq" in listing
     assert "--sandproof-strict" not in argv and "--sandproof-strict" not in listing

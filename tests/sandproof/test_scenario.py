@@ -63,3 +63,12 @@ def test_a_bad_scenario_stops_the_start_with_one_line_naming_the_field(tmp_path:
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert f"scenario {bad}: opensandbox.sandboxes[0].create: POST /v1/sandboxes answered 4" in line
+
+
+def test_serving_without_a_scenario_loads_no_http_client() -> None:
+    code = (
+        "import sys; from mockserver.scenario import load_scenarios; "
+        "load_scenarios([]).once_serving({}, {}, None); print('httpx' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"], out.stderr

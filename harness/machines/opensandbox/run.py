@@ -11,13 +11,13 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from hypothesis import settings
 
 from harness.machines.common import derive_settings, judge, run_seeded
 from harness.machines.opensandbox.driver import ClientFactory, MachineBase
 from harness.machines.opensandbox.machine import make_machine
 from mockserver.admin.client import AdminClient
+from mockserver.asgi import clients
 
 if TYPE_CHECKING:
     from harness.reporting.mutation import Kill
@@ -27,9 +27,8 @@ __all__ = ["MUTANT_SEEDS", "check_mock", "http_clients", "kills_mutant", "machin
 
 def http_clients(base_url: str, *, api_key: str | None = None, timeout: float = 10.0) -> ClientFactory:
     """Return a factory of ``httpx.Client`` on ``base_url`` (with the API key header) sharing one SSL context."""
-    context = httpx.create_ssl_context()
     headers = {"OPEN-SANDBOX-API-KEY": api_key} if api_key else {}
-    return lambda: httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, verify=context)
+    return lambda: clients.client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
 
 
 def machine_settings(

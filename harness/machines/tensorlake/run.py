@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import httpx
 from hypothesis import settings
 
 from harness.machines.common import derive_settings, judge, run_seeded
@@ -21,6 +20,7 @@ from harness.machines.tensorlake.compare import ContractViolation
 from harness.machines.tensorlake.driver import DEFAULT_KEY, LOOPBACK, OPERATIONS, HttpFactory
 from harness.machines.tensorlake.machine import TensorLakeAPIMachine, make_machine
 from mockserver.admin.client import AdminClient
+from mockserver.asgi import clients
 from mockserver.asgi.server import MockServer
 from mockserver.service import HttpMock
 
@@ -46,9 +46,8 @@ def http_clients(base_url: str, *, api_key: str | None = None, timeout: float = 
     """Return a factory of ``httpx.Client`` on ``base_url`` with the bearer key (proxies ignored on loopback)."""
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     loopback = (urlsplit(base_url).hostname or "") in LOOPBACK
-    context = httpx.create_ssl_context()
-    return lambda: httpx.Client(
-        base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, trust_env=not loopback, verify=context
+    return lambda: clients.client(
+        base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, trust_env=not loopback
     )
 
 

@@ -318,7 +318,7 @@ class OpenSandboxMock(HttpMock):
 
     def on_clock_advance(self) -> None:
         """Finish due transitions and expire sandboxes."""
-        self.state.refresh()
+        self.state.settle_all()
         if self.linux is not None:
             self.linux.reconcile()
 
@@ -366,7 +366,7 @@ class OpenSandboxMock(HttpMock):
 
     def sandbox_ids(self, **metadata: str) -> list[str]:
         """Return the ids of live sandboxes whose metadata contains every given pair."""
-        self.state.refresh()
+        self.state.settle_all()
         with self.state.lock:
             return [
                 sb.id

@@ -205,7 +205,7 @@ class _GhostState(OpenSandboxState):
         """List the live sandboxes and the deleted ones."""
         ghosts: dict[str, SandboxRecord] = self.__dict__.get("ghosts", {})
         with self.lock:
-            self.refresh()
+            self.settle_all()
             added = [key for key in ghosts if key not in self.sandboxes]
             for key in added:
                 self.sandboxes[key] = ghosts[key]
@@ -266,10 +266,10 @@ class _RenewIgnoredState(OpenSandboxState):
 class _NeverExpiresState(OpenSandboxState):
     """Sandboxes outlive their ``expiresAt``."""
 
-    def _refresh_one(self, sb: SandboxRecord, now: float) -> None:
+    def settle(self, sb: SandboxRecord, now: float) -> None:
         saved, sb.expires_at = sb.expires_at, None
         try:
-            super()._refresh_one(sb, now)
+            super().settle(sb, now)
         finally:
             sb.expires_at = saved
 

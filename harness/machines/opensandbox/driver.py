@@ -382,7 +382,7 @@ class MachineBase(RuleBasedStateMachine):
         assert admin is not None
         now = admin.advance(seconds)
         mine = self.oracle.clock.advance(seconds)
-        self.oracle.model.refresh()
+        self.oracle.model.settle_all()
         hold(ADMIN_API, abs(now - mine) <= 1e-6, rule, f"the target's clock reads {now}, the model's {mine}")
 
     def _sandbox_path(self, handle_or_id: SandboxHandle | str) -> str:

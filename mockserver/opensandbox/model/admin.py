@@ -73,6 +73,6 @@ def sandbox_summary(sb: SandboxRecord) -> dict[str, Any]:
 
 def sandbox_summaries(state: OpenSandboxState) -> list[dict[str, Any]]:
     """Return every tenant's live sandboxes, transitions that are due applied first."""
-    state.refresh()
+    state.settle_all()
     with state.lock:
         return [sandbox_summary(sb) for sb in state.sandboxes.values()]

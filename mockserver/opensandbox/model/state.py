@@ -1,8 +1,8 @@
 """The OpenSandbox server's state: every tenant's sandboxes and snapshots, and their state machine.
 
 Everything time-related reads the mock's virtual clock. State changes are applied lazily: a lookup settles
-the sandbox it finds, and :meth:`OpenSandboxState.refresh` finishes every due transition (Pending to Running,
-Pausing to Paused, ...) and removes expired sandboxes, so any clock mode works. ``refresh`` costs what is due,
+the sandbox it finds, and :meth:`OpenSandboxState.settle_all` finishes every due transition (Pending to Running,
+Pausing to Paused, ...) and removes expired sandboxes, so any clock mode works. ``settle_all`` costs what is due,
 not the population: every sandbox's next due time waits in a heap.
 
 Every rule that changes a sandbox ends in :meth:`OpenSandboxState.changed`: it bumps the record's revision
@@ -102,7 +102,7 @@ class OpenSandboxState:
         times = [t for t in (sb.pending[1] if sb.pending else None, sb.expires_at) if t is not None]
         self._due.schedule(sb.id, min(times) if times else None, now)
 
-    def refresh(self) -> None:
+    def settle_all(self) -> None:
         """Apply every transition and expiry that is due at the current virtual time (what is due, not all)."""
         with self.lock:
             now = self.clock.now()
@@ -110,11 +110,12 @@ class OpenSandboxState:
                 sb = self.sandboxes.get(sandbox_id)
                 if sb is None:
                     continue
-                self._refresh_one(sb, now)
+                self.settle(sb, now)
                 if sandbox_id in self.sandboxes:
                     self._schedule(sb, now)
 
-    def _refresh_one(self, sb: SandboxRecord, now: float) -> None:
+    def settle(self, sb: SandboxRecord, now: float) -> None:
+        """Apply the sandbox's due transition (or its expiry) at ``now``: what a lookup does before it answers."""
         if sb.pending and now >= sb.pending[1]:
             target, at = sb.pending
             sb.pending = None
@@ -145,7 +146,7 @@ class OpenSandboxState:
         with self.lock:
             sb = self.sandboxes.get(sandbox_id)
             if sb is not None:
-                self._refresh_one(sb, self.clock.now())
+                self.settle(sb, self.clock.now())
                 sb = self.sandboxes.get(sandbox_id)
             if sb is None or (tenant is not None and sb.tenant != tenant):
                 raise ApiError(404, self.profile.not_found_code, f"Sandbox {sandbox_id} not found.")
@@ -179,7 +180,7 @@ class OpenSandboxState:
                 fs = FileSystem.load(self.restorable_snapshot(tenant, spec.snapshot_id).fs, now=self.clock.now)
             check_timeout(spec.timeout, now)
             if not self.capacity.admits():
-                self.refresh()  # expiries due by now free places first
+                self.settle_all()  # expiries due by now free places first
                 if not self.capacity.admits():
                     raise capacity_exhausted(message=f"No capacity: {self.capacity.describe()}.")
             sb = SandboxRecord(
@@ -218,7 +219,7 @@ class OpenSandboxState:
         The page costs what it holds (see :mod:`.index`): only its sandboxes are serialised, from their cache.
         """
         with self.lock:
-            self.refresh()
+            self.settle_all()
             found = self.index.page(tenant, states, metadata, (page - 1) * page_size, page_size)
             items = [self.wire(self.sandboxes[i]) for i in found.ids]
             return {"items": items, "pagination": pagination(found.total, page, page_size)}
@@ -351,7 +352,7 @@ class OpenSandboxState:
             sb = self.find(sandbox_id)
             sb.expires_at = self.clock.now()
             self.changed(sb)
-            self.refresh()
+            self.settle_all()
 
     def oom_on_next_exec(self, sandbox_id: str, wording: str) -> SandboxRecord:
         """Make the sandbox's next command be OOM-killed, worded as ``wording`` (``""``: the runtime's own)."""

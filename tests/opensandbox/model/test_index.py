@@ -21,7 +21,7 @@ def _scan(
     state: OpenSandboxState, tenant: str, states: list[str], metadata: dict[str, str], page: int, size: int
 ) -> Any:
     """The listing as a scan of every live sandbox computes it: filter, stable sort newest first, slice."""
-    state.refresh()
+    state.settle_all()
     wanted = {s.lower() for s in states}
     found = [
         sb
@@ -42,7 +42,7 @@ def _step(state: OpenSandboxState, rng: random.Random) -> None:
 
 
 def _act(state: OpenSandboxState, rng: random.Random) -> None:
-    state.refresh()
+    state.settle_all()
     live = list(state.sandboxes.values())
     roll = rng.random()
     if roll < 0.45 or not live:
@@ -105,17 +105,17 @@ def test_refresh_settles_only_what_is_due() -> None:
         create(state)
     state.clock.advance(5)
     calls: list[str] = []
-    original = state._refresh_one
+    original = state.settle
 
     def counting(sb: Any, now: float) -> None:
         calls.append(sb.id)
         original(sb, now)
 
-    state._refresh_one = counting  # type: ignore[method-assign]
-    state.refresh()
+    state.settle = counting  # type: ignore[method-assign]
+    state.settle_all()
     assert len(calls) == 50 and {sb.state for sb in state.sandboxes.values()} == {"Running"}
     calls.clear()
-    state.refresh()
+    state.settle_all()
     assert calls == []  # nothing left to do: the heap is empty of due work
 
 

@@ -25,7 +25,7 @@ from mockserver.core import IdFactory, VirtualClock
 from mockserver.opensandbox.model.egress import apply_delete, apply_patch, status_body
 from mockserver.opensandbox.model.profiles import make_profile
 from mockserver.opensandbox.model.spec import MAX_PAGE_SIZE, parse_create
-from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.store import OpenSandboxState
 from mockserver.opensandbox.model.validation import RequestValidationError
 from mockserver.sandbox.filesystem import FileSystem
 

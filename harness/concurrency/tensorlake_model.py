@@ -26,7 +26,7 @@ from harness.concurrency.modeling import ModelSpec, canonical
 from harness.concurrency.workload import ABSENT
 from mockserver.core import IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FileSystem
-from mockserver.tensorlake.model.state import TensorLakeModel
+from mockserver.tensorlake.model.operations import TensorLakeModel
 from mockserver.tensorlake.model.validate import parse_create
 
 __all__ = ["TensorLakeSpec", "list_view", "output_of"]

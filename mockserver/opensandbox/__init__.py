@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .model.auth import ANY_KEY
     from .model.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile
     from .model.records import CommandRecord, SandboxRecord
-    from .model.state import OpenSandboxState
+    from .model.store import OpenSandboxState
     from .routes.ports import PortDispatcher
 
 _LAZY = {
@@ -35,7 +35,7 @@ _LAZY = {
     "CommandRecord": ".model.records",
     "FaultCatalogue": ".faults",
     "OpenSandboxMock": ".mock",
-    "OpenSandboxState": ".model.state",
+    "OpenSandboxState": ".model.store",
     "PortDispatcher": ".routes.ports",
     "RuntimeProfile": ".model.profiles",
     "SandboxRecord": ".model.records",

@@ -41,7 +41,7 @@ from .model.config import ServerConfig
 from .model.egress import effective_policy
 from .model.execd import disk_limit_bytes, memory_limit_bytes
 from .model.records import SandboxRecord
-from .model.state import OpenSandboxState
+from .model.store import OpenSandboxState
 
 __all__ = ["LinuxSandboxes"]
 

@@ -51,7 +51,7 @@ from .model.egress import PolicyGate
 from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.server_file import ServerFile
-from .model.state import OpenSandboxState
+from .model.store import OpenSandboxState
 from .routes import admin
 from .routes.diagnostics import diagnostics_routes
 from .routes.echo import sandbox_echo

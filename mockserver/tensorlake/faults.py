@@ -15,7 +15,7 @@ from mockserver.admin.catalogue import NamedFault, catalogue_of, named_fault
 from mockserver.core import ApiError, FaultRule, FaultSet
 
 from .model import admin
-from .model.state import TensorLakeModel
+from .model.operations import TensorLakeModel
 from .routes.common import daemon_error_body
 
 __all__ = ["TensorLakeFaultHost", "TensorLakeFaults"]

@@ -48,8 +48,8 @@ from .model.auth import KeyRing
 from .model.gate import TensorLakeGate
 from .model.ingress import IngressRules
 from .model.lifecycle import LifecycleApi
+from .model.operations import TensorLakeModel
 from .model.records import Sandbox
-from .model.state import TensorLakeModel
 from .model.store import Timings
 from .routes.admin import AdminContext, admin_routes, new_session_token
 from .routes.common import CollapseSlashes

@@ -46,8 +46,8 @@ def test_dir_lists_the_public_names_before_they_load(package: types.ModuleType) 
         ("mockserver.opensandbox", "OpenSandboxMock", "mockserver.opensandbox.mock"),
         ("mockserver.sandbox", "CommandEmulator", "mockserver.sandbox.commands"),
         ("mockserver.linux", "LinuxRuntime", "mockserver.linux.runtime"),
-        ("mockserver.tensorlake.model", "TensorLakeModel", "mockserver.tensorlake.model.state"),
-        ("mockserver.opensandbox.model", "OpenSandboxState", "mockserver.opensandbox.model.state"),
+        ("mockserver.tensorlake.model", "TensorLakeModel", "mockserver.tensorlake.model.operations"),
+        ("mockserver.opensandbox.model", "OpenSandboxState", "mockserver.opensandbox.model.store"),
     ],
 )
 def test_the_packages_load_a_name_only_when_it_is_used(package: str, name: str, home: str) -> None:

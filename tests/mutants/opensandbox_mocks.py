@@ -28,7 +28,7 @@ from mockserver.opensandbox import OpenSandboxMock
 from mockserver.opensandbox.model.egress import PolicyGate, status_body
 from mockserver.opensandbox.model.forwarding import CONNECTION_HEADERS
 from mockserver.opensandbox.model.records import SandboxRecord, paginate
-from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.store import OpenSandboxState
 from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
 from mockserver.opensandbox.routes.ports import PortDispatcher
 from mockserver.opensandbox.routes.render import sandbox_of

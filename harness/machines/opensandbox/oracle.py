@@ -22,7 +22,7 @@ from mockserver.opensandbox.model.errors import wire_code
 from mockserver.opensandbox.model.ports import PortCall, admit_port
 from mockserver.opensandbox.model.profiles import RuntimeProfile
 from mockserver.opensandbox.model.records import SandboxRecord
-from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.store import OpenSandboxState
 from mockserver.opensandbox.model.validation import RequestValidationError
 
 __all__ = ["TENANT", "OpenSandboxModel", "Oracle"]

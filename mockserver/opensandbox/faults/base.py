@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from mockserver.core import FaultRule, FaultSet, VirtualClock
 
-from ..model.state import OpenSandboxState
+from ..model.store import OpenSandboxState
 
 __all__ = ["COMMON_PARAMS", "CREATE", "EXECD", "ONE_SANDBOX", "CatalogueBase", "FaultHost"]
 

@@ -8,7 +8,7 @@ httpx or the HTTP layer.
 
 Modules: :mod:`.profiles` (runtimes), :mod:`.bodies` (the request bodies, declared as pydantic models),
 :mod:`.validation` (FastAPI's body decoding and 422), :mod:`.spec` (the create request's runtime checks),
-:mod:`.records` (sandbox, command and snapshot records), :mod:`.state` (the state machine),
+:mod:`.records` (sandbox, command and snapshot records), :mod:`.store` (the sandboxes and their state machine),
 :mod:`.auth` (keys and tenants), :mod:`.config` (server settings; :mod:`.server_file` reads them from the real
 server's TOML file), :mod:`.query` (query strings),
 :mod:`.lifecycle` (the lifecycle operations), :mod:`.endpoints` (endpoint resolution), :mod:`.ports` (the
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .profiles import EGRESS_PORT, EXECD_PORT, SERVER_VERSION, ProfileName, RuntimeProfile, make_profile
     from .records import CommandRecord, SandboxRecord, SnapshotRecord
     from .spec import CreateSpec, parse_create
-    from .state import OpenSandboxState
+    from .store import OpenSandboxState
     from .validation import Checker, RequestValidationError
 
 #: Where each public name lives; it is imported on first use, so loading one rule loads no other.
@@ -46,7 +46,7 @@ _HOMES = {
     "ExecdAuthError": ".errors",
     "KeyOption": ".auth",
     "KeyTable": ".auth",
-    "OpenSandboxState": ".state",
+    "OpenSandboxState": ".store",
     "PortCall": ".ports",
     "ProfileName": ".profiles",
     "RequestValidationError": ".validation",

@@ -12,7 +12,7 @@ from mockserver.core import ApiError, json_object
 from . import faults
 from .profiles import EGRESS_PORT, EXECD_PORT
 from .records import SandboxRecord
-from .state import OpenSandboxState
+from .store import OpenSandboxState
 
 __all__ = ["fail_sandbox", "oom_kill", "sandbox_summaries", "sandbox_summary"]
 

@@ -41,7 +41,7 @@ from .execd import cpu_limit_cores, memory_limit_bytes
 from .profiles import OOM_WORDINGS
 from .query import Query, query_int, query_last
 from .records import SandboxRecord
-from .state import OpenSandboxState
+from .store import OpenSandboxState
 from .validation import Checker
 
 __all__ = [

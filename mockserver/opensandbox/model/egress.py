@@ -34,7 +34,7 @@ from .config import ServerConfig
 from .errors import TextError, backend_connection_failed
 from .profiles import EGRESS_PORT
 from .records import SandboxRecord
-from .state import OpenSandboxState
+from .store import OpenSandboxState
 from .vault import check_policy_update
 
 __all__ = [

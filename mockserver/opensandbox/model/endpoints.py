@@ -26,7 +26,7 @@ from .ports import require_pod_ip
 from .profiles import EGRESS_PORT, EXECD_PORT
 from .query import Query, query_bool, query_last
 from .records import SandboxRecord
-from .state import OpenSandboxState
+from .store import OpenSandboxState
 from .validation import Checker, RequestValidationError, error
 
 __all__ = ["EXECD_ACCESS_HEADER", "endpoint_headers", "host_ports", "resolve_endpoint"]

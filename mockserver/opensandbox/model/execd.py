@@ -31,7 +31,7 @@ from mockserver.sandbox.filesystem import FsError, normpath
 from .errors import ExecdAuthError, unreachable
 from .profiles import EXECD_PORT
 from .records import CommandRecord, SandboxRecord
-from .state import OpenSandboxState
+from .store import OpenSandboxState
 
 __all__ = [
     "DEVIATING_OPERATIONS",

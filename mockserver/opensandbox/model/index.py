@@ -11,7 +11,7 @@ one per state and one per metadata pair. A page then costs what it returns:
 * metadata (with or without states): a walk of the shortest matching list, checking the other conditions,
   so it costs the number of sandboxes that carry that pair, never the tenant's whole population.
 
-The state machine (:mod:`.state`) calls :meth:`SandboxIndex.put` whenever a sandbox enters or changes and
+The state machine (:mod:`.store`) calls :meth:`SandboxIndex.put` whenever a sandbox enters or changes and
 :meth:`SandboxIndex.drop` when it goes.
 """
 

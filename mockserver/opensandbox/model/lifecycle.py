@@ -30,7 +30,7 @@ from .profiles import SERVER_VERSION
 from .query import Query, metadata_filter, page_of, query_last, query_values
 from .records import SandboxRecord, SnapshotRecord
 from .spec import iso, parse_create
-from .state import OpenSandboxState
+from .store import OpenSandboxState
 
 __all__ = [
     "DEVIATING_OPERATIONS",

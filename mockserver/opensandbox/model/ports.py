@@ -26,7 +26,7 @@ from .errors import bad_gateway, unreachable
 from .execd import check_execd_token
 from .profiles import EGRESS_PORT, EXECD_PORT
 from .records import SandboxRecord
-from .state import OpenSandboxState
+from .store import OpenSandboxState
 
 __all__ = ["DEVIATING_OPERATIONS", "PROXY_METHODS", "PortCall", "admit_port", "require_pod_ip", "serves"]
 

@@ -125,7 +125,7 @@ class SandboxRecord:
     events, :mod:`.diagnostics`); ``vault`` is its egress sidecar's credential vault (:mod:`.vault`), None
     until one is created.
 
-    ``rev`` counts the changes a rule made (:meth:`~.state.OpenSandboxState.changed`); ``wire_cache`` holds the
+    ``rev`` counts the changes a rule made (:meth:`~.store.OpenSandboxState.changed`); ``wire_cache`` holds the
     lifecycle body of one revision.
     """
 

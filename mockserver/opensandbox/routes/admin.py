@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 from mockserver.asgi.requests import read_json
 
 from ..model import admin
-from ..model.state import OpenSandboxState
+from ..model.store import OpenSandboxState
 
 __all__ = ["PREFIX", "admin_routes"]
 

@@ -12,7 +12,7 @@ from starlette.routing import BaseRoute
 from mockserver.asgi.middleware import notes
 
 from ..model import diagnostics
-from ..model.state import OpenSandboxState
+from ..model.store import OpenSandboxState
 from .lifecycle import _route
 from .render import tenant_of
 

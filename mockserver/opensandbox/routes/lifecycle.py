@@ -19,7 +19,7 @@ from .. import openapi
 from ..model import egress, endpoints, lifecycle
 from ..model import pools as pools_model
 from ..model.config import ServerConfig
-from ..model.state import OpenSandboxState
+from ..model.store import OpenSandboxState
 from .render import json_body, tenant_of
 
 __all__ = ["LifecycleContext", "lifecycle_routes"]

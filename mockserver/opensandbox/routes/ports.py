@@ -36,7 +36,7 @@ from ..model.execd import EXECD_TOKEN_HEADER
 from ..model.forwarding import proxy_headers
 from ..model.ports import PROXY_METHODS, PortCall, admit_port
 from ..model.records import SandboxRecord
-from ..model.state import OpenSandboxState
+from ..model.store import OpenSandboxState
 from .render import SANDBOX_KEY, TENANT_KEY, VIA_PROXY_KEY, close_code, error_response
 
 __all__ = ["NOT_SERVED_CLOSE", "PortContext", "PortDispatcher", "service_router"]

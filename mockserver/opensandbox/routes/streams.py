@@ -22,7 +22,7 @@ from ..execution import Execd
 from ..model import execd
 from ..model.execd import RunRequest, frame
 from ..model.records import SandboxRecord
-from ..model.state import OpenSandboxState
+from ..model.store import OpenSandboxState
 
 __all__ = ["SSE_HEADERS", "ExecdContext", "command_stream", "event_stream"]
 

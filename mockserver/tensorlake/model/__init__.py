@@ -4,7 +4,7 @@
   them; :mod:`.wire` the value types, resources, mounts and policies; :mod:`.answers` the answer bodies; :mod:`.refusals` pydantic's errors as TensorLake's error answers;
 * :mod:`.records` - sandboxes, snapshots and sessions as plain data, and their JSON forms;
 * :mod:`.validate` - request bodies and query parameters, checked completely before anything changes;
-* :mod:`.state` - :class:`TensorLakeModel`: the tenants' state and its transitions on the virtual clock;
+* :mod:`.operations` - :class:`TensorLakeModel`: the tenants' state and its transitions on the virtual clock;
 * :mod:`.auth` - bearer keys, the accepted key set, tenants, session cookies;
 * :mod:`.urls` - ``sandbox_url`` and ``ingress_endpoint`` from the request's origin;
 * :mod:`.waits` - waits returned as decisions (:class:`Settle`), the SDK's request budget;
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from .gate import TensorLakeGate
     from .ingress import Admission, IngressRules, ProxyRequest, Target
     from .lifecycle import Answer, Call, LifecycleApi
+    from .operations import TensorLakeModel
     from .records import Sandbox, Session, Snapshot
-    from .state import TensorLakeModel
     from .store import CreateOutcome, Timings
     from .urls import Origin
     from .validate import MANAGEMENT_PORT
@@ -60,7 +60,7 @@ _HOMES = {
     "Target": ".ingress",
     "Tenant": ".auth",
     "TensorLakeGate": ".gate",
-    "TensorLakeModel": ".state",
+    "TensorLakeModel": ".operations",
     "Timings": ".store",
     "without_waiting": ".waits",
 }

@@ -14,8 +14,8 @@ from mockserver.core.environment import DEFAULT_API_KEY
 from mockserver.core.errors import ApiError, json_object
 
 from .auth import KeyRing
+from .operations import TensorLakeModel
 from .records import Sandbox, Session, owner_id
-from .state import TensorLakeModel
 from .store import CreateOutcome, Timings
 
 __all__ = [

@@ -45,8 +45,8 @@ from mockserver.core.errors import ApiError
 from mockserver.core.journal import RequestNotes
 
 from .auth import SESSION_COOKIES, KeyRing, bearer_key, parse_cookies, session_token
+from .operations import TensorLakeModel
 from .records import Sandbox, owner_id
-from .state import TensorLakeModel
 from .validate import MANAGEMENT_PORT
 from .waits import Settle
 

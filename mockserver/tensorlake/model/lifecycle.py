@@ -2,7 +2,7 @@
 
 Each method of :class:`LifecycleApi` is what one lifecycle route does, without HTTP: authenticate the call
 (:func:`.auth.tenant_of`), parse its query and body (:mod:`.validate`), apply it to the
-:class:`~.state.TensorLakeModel`, and return the status and JSON body of the answer. A refusal raises
+:class:`~.operations.TensorLakeModel`, and return the status and JSON body of the answer. A refusal raises
 :class:`~mockserver.core.errors.ApiError`. The routes (:mod:`mockserver.tensorlake.routes.lifecycle`) and the
 contract oracle (:mod:`harness.machines.tensorlake.oracle`) call the same methods.
 
@@ -23,8 +23,8 @@ from mockserver.core.errors import ApiError
 from mockserver.core.journal import RequestNotes
 
 from .auth import Tenant, tenant_of
+from .operations import TensorLakeModel
 from .records import ROUTING_HINT, Sandbox
-from .state import TensorLakeModel
 from .store import CreateOutcome
 from .urls import Origin, endpoints
 from .validate import bad, int_query, parse_create, parse_snapshot_type

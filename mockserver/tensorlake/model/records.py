@@ -1,6 +1,6 @@
 """State records of the TensorLake mock (sandboxes, snapshots, sessions) and their JSON forms.
 
-Records hold plain data only; the rules that change them live in :mod:`.state`. A sandbox's settings are
+Records hold plain data only; the rules that change them live in :mod:`.operations`. A sandbox's settings are
 declared in :mod:`.settings` (the resources and resize records in :mod:`.wire`), so its stored form and SandboxInfo follow
 them. Times are virtual epoch seconds; the wire shows them as epoch milliseconds.
 """

@@ -24,7 +24,7 @@ retires its cached wire body), schedules its next due time and marks it in the
 :class:`~mockserver.core.changes.ChangeLog` a durable store writes from. Files and processes a request changes
 inside a sandbox are marked by that request (:meth:`SandboxStore.touched`).
 
-The operations that change the state live in :class:`~.state.TensorLakeModel`.
+The operations that change the state live in :class:`~.operations.TensorLakeModel`.
 
 Two hooks let the mock keep an execution runtime in step without the rules knowing it: ``filesystems``
 makes each sandbox's filesystem (in memory by default; the linux runtime's are the real sandbox's files),

@@ -17,7 +17,7 @@ from mockserver.asgi.middleware import ADMIN_PREFIX
 from mockserver.asgi.requests import read_json
 
 from ..model import admin
-from ..model.state import TensorLakeModel
+from ..model.operations import TensorLakeModel
 
 __all__ = ["AdminContext", "admin_routes", "new_session_token"]
 

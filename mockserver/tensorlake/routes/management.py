@@ -44,8 +44,8 @@ from mockserver.runtime import Output, Terminal
 from ..execution import ProcessRuntime
 from ..model import management as rules
 from ..model.daemon import Daemon, ProcessRecord
+from ..model.operations import TensorLakeModel
 from ..model.records import Sandbox
-from ..model.state import TensorLakeModel
 from .common import SANDBOX_KEY, daemon_error, daemon_error_handler
 
 OP_DATA, OP_RESIZE, OP_READY, OP_EXIT = 0x00, 0x01, 0x02, 0x03

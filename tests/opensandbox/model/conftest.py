@@ -8,7 +8,7 @@ from mockserver.core import IdFactory, VirtualClock
 from mockserver.opensandbox.model.profiles import make_profile
 from mockserver.opensandbox.model.records import SandboxRecord
 from mockserver.opensandbox.model.spec import parse_create
-from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.store import OpenSandboxState
 
 BODY: dict[str, Any] = {
     "image": {"uri": "python:3.11"},

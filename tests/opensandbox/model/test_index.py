@@ -9,7 +9,7 @@ import pytest
 
 from mockserver.core import ApiError
 from mockserver.opensandbox.model.records import paginate
-from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.store import OpenSandboxState
 
 from .conftest import create, new_state
 

@@ -11,7 +11,7 @@ from mockserver.opensandbox.model.errors import ExecdAuthError, TextError, wire_
 from mockserver.opensandbox.model.ports import PortCall, admit_port
 from mockserver.opensandbox.model.profiles import EGRESS_PORT, EXECD_PORT
 from mockserver.opensandbox.model.records import SandboxRecord
-from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.store import OpenSandboxState
 
 from .conftest import POLICY, create, new_state
 

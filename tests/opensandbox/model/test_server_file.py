@@ -18,7 +18,7 @@ from mockserver.opensandbox.model.server_file import (
     outward_ip,
     parse_server_file,
 )
-from mockserver.opensandbox.model.state import OpenSandboxState
+from mockserver.opensandbox.model.store import OpenSandboxState
 
 RUNTIME = '[runtime]\ntype = "docker"\nexecd_image = "opensandbox/execd:v1.1.0"\n'
 BODY: dict[str, Any] = {

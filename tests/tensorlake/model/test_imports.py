@@ -44,7 +44,7 @@ def web_modules(modules: list[str]) -> list[str]:
 )
 def test_the_model_loads_no_web_stack(statement: str) -> None:
     modules = loaded_after(statement)
-    assert "mockserver.tensorlake.model.state" in modules or "mockserver.tensorlake" in modules
+    assert "mockserver.tensorlake.model.operations" in modules or "mockserver.tensorlake" in modules
     assert web_modules(modules) == []
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from mockserver.core.lazy import lazy_dir, lazy_name
 
 if TYPE_CHECKING:
-    from .egress import EgressPlan, opensandbox_plan, render_ruleset, tensorlake_plan
-    from .firewall import Firewall, opensandbox_apply, tensorlake_apply, tensorlake_update
+    from .egress import EgressPlan, render_ruleset
+    from .firewall import Firewall
     from .forward import PortForwarder, connect, open_connection
     from .limits import SandboxLimits
     from .process import Exited, LinuxProcess, OutputChunk, ProcessEvent
@@ -47,13 +47,8 @@ _HOMES = {
     "check_requirements": ".requirements",
     "connect": ".forward",
     "open_connection": ".forward",
-    "opensandbox_apply": ".firewall",
-    "opensandbox_plan": ".egress",
     "render_ruleset": ".egress",
     "require": ".requirements",
-    "tensorlake_apply": ".firewall",
-    "tensorlake_plan": ".egress",
-    "tensorlake_update": ".firewall",
 }
 
 __all__ = [
@@ -79,13 +74,8 @@ __all__ = [
     "check_requirements",
     "connect",
     "open_connection",
-    "opensandbox_apply",
-    "opensandbox_plan",
     "render_ruleset",
     "require",
-    "tensorlake_apply",
-    "tensorlake_plan",
-    "tensorlake_update",
 ]
 
 

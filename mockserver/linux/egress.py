@@ -18,17 +18,9 @@ wildcard-allowed) name's addresses go to ``allow_names`` when the default is to 
 ``deny_names``, and nothing else is ever added. A refused packet is answered at once (TCP reset, else ICMP
 administratively prohibited), so a blocked connection fails fast instead of timing out.
 
-TensorLake (``contracts.tensorlake``): the four rows of the docs' table give the default and, through
-``decide_dns``, the DNS verdict; IPv4/CIDR entries fill the static sets; hostname entries judge names with
-``decide_egress``. The DNS server answers every name (a denied name resolves, its connections are refused).
-
-OpenSandbox (``contracts.opensandbox``), two sidecar modes, both served:
-
-* ``dns``: the DNS server answers NXDOMAIN for names the policy denies; nothing filters addresses, so raw
-  IP connections pass (the real sidecar's DNS-only layer).
-* ``dns+nft``: as ``dns``, plus the default action and IPv4 rule targets are enforced on addresses, and the
-  addresses of allowed names are learned from the DNS answers (the real sidecar's dynamic allow set).
-  The resolver is always reachable, as the sidecar whitelists its nameservers.
+The plans themselves are the providers': :mod:`mockserver.tensorlake.linux_egress` and
+:mod:`mockserver.opensandbox.linux_egress` compile a TensorLake ``network`` or an OpenSandbox
+``networkPolicy`` to an :class:`EgressPlan`. This module knows no provider.
 
 Known deviations: hostname rules are enforced on the addresses the names resolve to, so a connection to
 an allowed (or denied) name's address is allowed (or refused) even when the program never asked for the
@@ -44,28 +36,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from contracts import opensandbox as osb
-from contracts import tensorlake as tl
-from contracts.errors import PolicyError
-
 __all__ = [
     "TABLE",
     "EgressPlan",
     "NameAction",
-    "OpenSandboxMode",
     "Verdict",
     "learned_sets",
-    "opensandbox_plan",
+    "networks",
     "render_additions",
     "render_ruleset",
-    "tensorlake_plan",
 ]
 
 TABLE = "inet sandproof"
 Verdict = Literal["accept", "reject"]
 #: What the DNS server does with a name: learn its addresses as allowed or denied, nothing, or refuse it.
 NameAction = Literal["allow", "deny", "none", "nxdomain"]
-OpenSandboxMode = Literal["dns", "dns+nft"]
 NameSet = Literal["allow_names", "deny_names"]
 
 
@@ -93,7 +78,8 @@ class EgressPlan:
         return None
 
 
-def _nets(entries: Iterable[str]) -> tuple[str, ...]:
+def networks(entries: Iterable[str]) -> tuple[str, ...]:
+    """Return the IPv4 addresses and networks among ``entries``, once each (a /32 as its address)."""
     nets: dict[str, None] = {}
     for entry in entries:
         try:
@@ -102,71 +88,6 @@ def _nets(entries: Iterable[str]) -> tuple[str, ...]:
             continue
         nets.setdefault(str(network.network_address) if network.prefixlen == 32 else str(network), None)
     return tuple(nets)
-
-
-def _tensorlake_rule(config: tl.NetworkConfig | None) -> Callable[[str], NameAction]:
-    def rule(name: str) -> NameAction:
-        try:
-            decision = tl.decide_egress(config, host=name)
-        except (ValueError, PolicyError):
-            return "none"
-        if decision.allowed:
-            return "none" if decision.reason in (tl.REASON_OPEN, tl.REASON_NO_POLICY) else "allow"
-        return "none" if decision.reason in (tl.REASON_DEFAULT_DENY, tl.REASON_BLOCKED) else "deny"
-
-    return rule
-
-
-def tensorlake_plan(config: tl.NetworkConfig | None, resolver: str) -> EgressPlan:
-    """Return the plan of a TensorLake ``network`` policy (None: unrestricted) for a sandbox using ``resolver``."""
-    if config is None:
-        return EgressPlan("accept", "accept", description="tensorlake: no policy")
-    ips = ("ip", "cidr")
-    allow = [e for e in config.allow_out if tl.classify_entry(e, "allow_out")[0] in ips]
-    deny = [e for e in config.deny_out if tl.classify_entry(e, "deny_out")[0] in ips]
-    open_row = config.allow_internet_access and not config.allow_out
-    return EgressPlan(
-        default="accept" if open_row else "reject",
-        dns="accept" if tl.decide_dns(config, resolver).allowed else "reject",
-        allow_nets=_nets(allow),
-        deny_nets=_nets(deny),
-        name_rule=_tensorlake_rule(config),
-        description=f"tensorlake: {config.to_json()}",
-    )
-
-
-def _opensandbox_rule(policy: osb.NetworkPolicy) -> Callable[[str], NameAction]:
-    def rule(name: str) -> NameAction:
-        try:
-            decision = osb.decide_egress(policy, name)
-        except PolicyError:
-            return "allow" if policy.is_empty else "nxdomain"
-        return "allow" if decision.allowed else "nxdomain"
-
-    return rule
-
-
-def opensandbox_plan(policy: osb.NetworkPolicy | None, mode: OpenSandboxMode, resolver: str) -> EgressPlan:
-    """Return the plan of an OpenSandbox ``networkPolicy`` (None: allow all) under sidecar ``mode``."""
-    del resolver  # the sidecar always lets the sandbox reach its nameservers
-    policy = policy or osb.NetworkPolicy()
-    rule = _opensandbox_rule(policy)
-    description = f"opensandbox {mode}: {policy.to_json()}"
-    if mode == "dns":
-        return EgressPlan("accept", "accept", name_rule=rule, description=description)
-    if mode != "dns+nft":
-        raise ValueError(f"unknown OpenSandbox egress mode {mode!r}")
-    allow: list[str] = []
-    deny: list[str] = []
-    for target in dict.fromkeys(r.target for r in policy.egress):
-        try:
-            address = ipaddress.ip_address(target)
-        except ValueError:
-            continue
-        if isinstance(address, ipaddress.IPv4Address):
-            (allow if osb.decide_egress(policy, target).allowed else deny).append(target)
-    default: Verdict = "accept" if policy.effective_default == "allow" else "reject"
-    return EgressPlan(default, "accept", _nets(allow), _nets(deny), rule, description)
 
 
 def learned_sets(plan: EgressPlan, answers: Mapping[str, Sequence[str]]) -> tuple[set[str], set[str]]:

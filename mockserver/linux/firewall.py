@@ -6,9 +6,8 @@ answered so far under the new plan; if nft refuses, the old table stays. It is a
 client for this sandbox (:class:`~mockserver.linux.world.DnsClient`): it says whether a name may be
 answered and adds the answered addresses to the right set *before* the answer is sent.
 
-The provider helpers validate first and change nothing on a rejected update: :func:`tensorlake_update`
-runs ``contracts.tensorlake.apply_network_update`` (which rejects an unresolvable hostname) before
-touching the table.
+The plans are the providers' (``mockserver.<provider>.linux_egress``), which validate an update first and
+change nothing when it is rejected; this module knows no provider.
 """
 
 from __future__ import annotations
@@ -16,24 +15,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from contracts import opensandbox as osb
-from contracts import tensorlake as tl
 from mockserver.core.dns import DnsTable
 
 from .addresses import RESOLVER
-from .egress import (
-    TABLE,
-    EgressPlan,
-    OpenSandboxMode,
-    learned_sets,
-    opensandbox_plan,
-    render_additions,
-    render_ruleset,
-    tensorlake_plan,
-)
+from .egress import TABLE, EgressPlan, learned_sets, render_additions, render_ruleset
 from .nftables import Nftables
 
-__all__ = ["OPEN_PLAN", "Firewall", "opensandbox_names", "tensorlake_update"]
+__all__ = ["OPEN_PLAN", "Firewall", "resolve_all"]
 
 OPEN_PLAN = EgressPlan("accept", "accept", description="no policy")
 
@@ -89,45 +77,6 @@ class Firewall:
         self._nft.close()
 
 
-def _resolve_all(names: Iterable[str], dns: DnsTable) -> dict[str, list[str]]:
+def resolve_all(names: Iterable[str], dns: DnsTable) -> dict[str, list[str]]:
+    """Return each name's addresses in ``dns`` (what a plan is seeded with when it is applied)."""
     return {name: dns.resolve(name) for name in names}
-
-
-def tensorlake_update(
-    firewall: Firewall, current: tl.NetworkConfig | None, patch_body: object, dns: DnsTable
-) -> tl.NetworkConfig | None:
-    """Apply a TensorLake ``PATCH /sandboxes/{id}`` body to the sandbox; return the policy now in force.
-
-    Raises ``contracts.errors.PolicyError`` (e.g. ``unresolvable_host``) and changes nothing when the body is
-    rejected; otherwise the table is swapped in one transaction before this returns.
-    """
-    updated = tl.apply_network_update(current, patch_body, dns.resolve)
-    if updated is not current:
-        names = tl.resolvable_hostnames(updated) if updated is not None else ()
-        firewall.apply(tensorlake_plan(updated, firewall.resolver), _resolve_all(names, dns))
-    return updated
-
-
-def tensorlake_apply(firewall: Firewall, config: tl.NetworkConfig | None, dns: DnsTable) -> None:
-    """Enforce a TensorLake policy given at create time (None: unrestricted)."""
-    names = tl.resolvable_hostnames(config) if config is not None else ()
-    firewall.apply(tensorlake_plan(config, firewall.resolver), _resolve_all(names, dns))
-
-
-def opensandbox_names(policy: osb.NetworkPolicy | None) -> tuple[str, ...]:
-    """Return the exact domain targets of an OpenSandbox policy (what can be resolved in advance)."""
-    if policy is None:
-        return ()
-    names: dict[str, None] = {}
-    for rule in policy.egress:
-        target = rule.target
-        if not rule.is_wildcard and not target.replace(".", "").isdigit() and ":" not in target:
-            names.setdefault(target, None)
-    return tuple(names)
-
-
-def opensandbox_apply(
-    firewall: Firewall, policy: osb.NetworkPolicy | None, mode: OpenSandboxMode, dns: DnsTable
-) -> None:
-    """Enforce an OpenSandbox ``networkPolicy`` under sidecar ``mode`` (after PUT, PATCH or DELETE merged it)."""
-    firewall.apply(opensandbox_plan(policy, mode, firewall.resolver), _resolve_all(opensandbox_names(policy), dns))

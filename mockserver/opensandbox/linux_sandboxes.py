@@ -31,11 +31,11 @@ import asyncio
 import contextlib
 
 from mockserver.core import DnsTable
-from mockserver.linux import LinuxRuntime, LinuxSandbox, SandboxLimits, opensandbox_apply
+from mockserver.linux import LinuxRuntime, LinuxSandbox, SandboxLimits
 from mockserver.linux.bindings import SandboxBindings
-from mockserver.linux.egress import OpenSandboxMode
 from mockserver.linux.hostfs import HostFileSystem
 
+from .linux_egress import OpenSandboxMode, opensandbox_apply
 from .linux_jupyter import JupyterListeners
 from .model.config import ServerConfig
 from .model.egress import effective_policy

@@ -5,7 +5,7 @@ everything; this module makes the real sandbox behind a record and follows the r
 
 * **Making** (on first use: a command, a file, a port, a PTY): a sandbox named by the record's id, with
   ``resources.memory_mb`` as its memory limit, then the record's ``network`` enforced by its firewall
-  (:func:`mockserver.linux.tensorlake_apply`). A sandbox restored from a snapshot or copied gets the
+  (:func:`.linux_egress.tensorlake_apply`). A sandbox restored from a snapshot or copied gets the
   snapshot's files written in first.
 * **Files**: every record's filesystem is a :class:`~mockserver.linux.hostfs.HostFileSystem` on its real
   sandbox (:meth:`new` / :meth:`restore`, the model's ``filesystems``), so the management API's files
@@ -29,11 +29,12 @@ from typing import Any
 
 from contracts.tensorlake import NetworkConfig
 from mockserver.core.dns import DnsTable
-from mockserver.linux import LinuxRuntime, LinuxSandbox, SandboxLimits, tensorlake_apply
+from mockserver.linux import LinuxRuntime, LinuxSandbox, SandboxLimits
 from mockserver.linux.bindings import SandboxBindings
 from mockserver.linux.hostfs import HostFileSystem
 from mockserver.sandbox.filesystem import FileSystem
 
+from .linux_egress import tensorlake_apply
 from .model.records import Sandbox
 
 __all__ = ["LinuxSandboxes"]

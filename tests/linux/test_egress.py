@@ -15,14 +15,9 @@ import pytest
 from contracts import opensandbox as osb
 from contracts import tensorlake as tl
 from mockserver.linux.addresses import RESOLVER
-from mockserver.linux.egress import (
-    EgressPlan,
-    learned_sets,
-    opensandbox_plan,
-    render_additions,
-    render_ruleset,
-    tensorlake_plan,
-)
+from mockserver.linux.egress import EgressPlan, learned_sets, render_additions, render_ruleset
+from mockserver.opensandbox.linux_egress import opensandbox_plan
+from mockserver.tensorlake.linux_egress import tensorlake_plan
 
 ADDRESSES = {"example.com": "203.0.113.10", "api.example.com": "203.0.113.11", "evil.example.com": "203.0.113.13"}
 

@@ -21,8 +21,10 @@ import pytest
 from contracts import opensandbox as osb
 from contracts import tensorlake as tl
 from contracts.errors import PolicyError
-from mockserver.linux import LinuxRuntime, LinuxSandbox, opensandbox_apply, tensorlake_apply, tensorlake_update
+from mockserver.linux import LinuxRuntime, LinuxSandbox
 from mockserver.linux.addresses import RESOLVER
+from mockserver.opensandbox.linux_egress import opensandbox_apply
+from mockserver.tensorlake.linux_egress import tensorlake_apply, tensorlake_update
 
 from .conftest import NAMES, needs_runtime
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from contracts import tensorlake as tl
-from mockserver.linux import LinuxRuntime, LinuxSandbox, tensorlake_apply
+from mockserver.linux import LinuxRuntime, LinuxSandbox
 from mockserver.linux.confine import PathError
+from mockserver.tensorlake.linux_egress import tensorlake_apply
 
 from .conftest import needs_runtime
 

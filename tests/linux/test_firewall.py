@@ -8,9 +8,10 @@ from contracts import opensandbox as osb
 from contracts import tensorlake as tl
 from contracts.errors import PolicyError
 from mockserver.core.dns import DnsTable
-from mockserver.linux.egress import tensorlake_plan
-from mockserver.linux.firewall import OPEN_PLAN, Firewall, opensandbox_names, tensorlake_apply, tensorlake_update
+from mockserver.linux.firewall import OPEN_PLAN, Firewall
 from mockserver.linux.nftables import NftError
+from mockserver.opensandbox.linux_egress import opensandbox_names
+from mockserver.tensorlake.linux_egress import tensorlake_apply, tensorlake_plan, tensorlake_update
 
 
 class FakeNft:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockserver.linux import opensandbox_apply, tensorlake_apply
 from mockserver.opensandbox import OpenSandboxMock
+from mockserver.opensandbox.linux_egress import opensandbox_apply
 from mockserver.opensandbox.model.egress import effective_policy
 from mockserver.tensorlake import TensorLakeMock
+from mockserver.tensorlake.linux_egress import tensorlake_apply
 from mockserver.tensorlake.model.records import Sandbox
 
 

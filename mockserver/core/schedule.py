@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Generic, TypeVar
 
-__all__ = ["DueTimes"]
+__all__ = ["DueTimes", "settle_due"]
 
 K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
 
 
 class DueTimes(Generic[K]):
@@ -69,3 +70,24 @@ class DueTimes(Generic[K]):
     def __len__(self) -> int:
         """Return how many keys hold a due time."""
         return len(self._due)
+
+
+def settle_due(
+    due: DueTimes[K],
+    now: float,
+    records: Mapping[K, R],
+    settle: Callable[[R, float], None],
+    reschedule: Callable[[R, float], None],
+) -> None:
+    """Settle every record whose due time has come by ``now``, and queue the next time of each that remains.
+
+    What both providers' stores do when the clock is read (the caller holds the store's lock): a key whose
+    record is gone is skipped; ``settle`` applies what is due (and may remove the record).
+    """
+    for key in due.pop_due(now):
+        record = records.get(key)
+        if record is None:
+            continue
+        settle(record, now)
+        if key in records:
+            reschedule(record, now)

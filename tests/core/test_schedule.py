@@ -1,4 +1,5 @@
 from mockserver.core import DueTimes
+from mockserver.core.schedule import settle_due
 
 
 def test_keys_come_out_when_due_earliest_first() -> None:
@@ -79,3 +80,21 @@ def test_a_key_rescheduled_while_popping_comes_out_again_when_due() -> None:
             due.schedule("b", 20.0)  # moved past it: its older entry is skipped
     assert seen == ["a", "a"]
     assert due.due_at("b") == 20.0
+
+
+def test_settle_due_settles_what_is_due_skips_what_is_gone_and_requeues_what_remains() -> None:
+    due: DueTimes[str] = DueTimes()
+    records = {"a": "rec-a", "b": "rec-b", "later": "rec-later"}
+    for key, at in (("a", 1.0), ("b", 2.0), ("gone", 1.5), ("later", 9.0)):
+        due.schedule(key, at)
+    settled: list[tuple[str, float]] = []
+    requeued: list[str] = []
+
+    def settle(record: str, now: float) -> None:
+        settled.append((record, now))
+        if record == "rec-b":
+            del records["b"]  # settling may remove the record: it is not queued again
+
+    settle_due(due, 5.0, records, settle, lambda record, now: requeued.append(record))
+    assert settled == [("rec-a", 5.0), ("rec-b", 5.0)]
+    assert requeued == ["rec-a"] and due.due_at("later") == 9.0

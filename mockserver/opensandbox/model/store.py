@@ -24,7 +24,7 @@ from contracts.opensandbox import PolicyError
 from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.core.capacity import Capacity
 from mockserver.core.changes import ChangeLog, Key, Row
-from mockserver.core.schedule import DueTimes
+from mockserver.core.schedule import DueTimes, settle_due
 from mockserver.core.wire import WireDict
 from mockserver.sandbox.filesystem import FileSystem
 
@@ -105,14 +105,7 @@ class OpenSandboxState:
     def settle_all(self) -> None:
         """Apply every transition and expiry that is due at the current virtual time (what is due, not all)."""
         with self.lock:
-            now = self.clock.now()
-            for sandbox_id in self._due.pop_due(now):
-                sb = self.sandboxes.get(sandbox_id)
-                if sb is None:
-                    continue
-                self.settle(sb, now)
-                if sandbox_id in self.sandboxes:
-                    self._schedule(sb, now)
+            settle_due(self._due, self.clock.now(), self.sandboxes, self.settle, self._schedule)
 
     def settle(self, sb: SandboxRecord, now: float) -> None:
         """Apply the sandbox's due transition (or its expiry) at ``now``: what a lookup does before it answers."""

@@ -44,7 +44,7 @@ from mockserver.core.capacity import Capacity
 from mockserver.core.changes import ChangeLog, Key, Row
 from mockserver.core.clock import VirtualClock
 from mockserver.core.ids import IdFactory
-from mockserver.core.schedule import DueTimes
+from mockserver.core.schedule import DueTimes, settle_due
 from mockserver.sandbox.filesystem import FileSystem
 
 from .auth import KeyRing
@@ -288,14 +288,7 @@ class SandboxStore:
     def settle_all(self) -> None:
         """Apply every transition and timeout that is due (what the heap says is due, not every sandbox)."""
         with self.lock:
-            now = self.clock.now()
-            for sandbox_id in self._due.pop_due(now):
-                sb = self.sandboxes.get(sandbox_id)
-                if sb is None:
-                    continue
-                self.settle(sb)
-                if sandbox_id in self.sandboxes:
-                    self._schedule(sb, now)
+            settle_due(self._due, self.clock.now(), self.sandboxes, lambda sb, _now: self.settle(sb), self._schedule)
 
     def settle(self, sb: Sandbox) -> None:
         """Apply the transitions of ``sb`` that are due by now, in order."""

@@ -174,6 +174,34 @@ class FaultSet:
             self._rules.append(rule)
         return rule
 
+    def respond(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        body: Any = None,
+        *,
+        sandbox_id: str | None = None,
+        times: int | None = 1,
+        headers: dict[str, str] | None = None,
+        content_type: str | None = None,
+        name: str = "",
+    ) -> FaultRule:
+        """Add a rule that answers matching requests with ``status`` and ``body`` instead of the mock's answer."""
+        return self.add(
+            FaultRule(
+                method=method,
+                path=path,
+                status=status,
+                body=body,
+                sandbox_id=sandbox_id,
+                times=times,
+                headers=dict(headers or {}),
+                content_type=content_type,
+                name=name,
+            )
+        )
+
     def remove(self, rule_id: int) -> bool:
         """Remove a rule by id; return whether it existed."""
         with self._lock:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mockserver.core.lazy import lazy_name
 
 if TYPE_CHECKING:
-    from .faults import FaultCatalogue
+    from .faults import OpenSandboxFaults
     from .mock import OpenSandboxMock
     from .model.auth import ANY_KEY
     from .model.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile
@@ -33,7 +33,7 @@ _LAZY = {
     "EGRESS_PORT": ".model.profiles",
     "EXECD_PORT": ".model.profiles",
     "CommandRecord": ".model.records",
-    "FaultCatalogue": ".faults",
+    "OpenSandboxFaults": ".faults",
     "OpenSandboxMock": ".mock",
     "OpenSandboxState": ".model.store",
     "PortDispatcher": ".routes.ports",
@@ -62,7 +62,7 @@ __all__ = [
     "EGRESS_PORT",
     "EXECD_PORT",
     "CommandRecord",
-    "FaultCatalogue",
+    "OpenSandboxFaults",
     "OpenSandboxMock",
     "OpenSandboxState",
     "PortDispatcher",

@@ -42,7 +42,7 @@ from mockserver.service import HttpMock
 
 from .commands import CommandRuntime, EmulatorCommands, RunnerFactory, emulator_runner
 from .execution import Execd
-from .faults import FaultCatalogue
+from .faults import OpenSandboxFaults
 from .model import admin as admin_model
 from .model import faults as model_faults
 from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
@@ -207,7 +207,7 @@ class OpenSandboxMock(HttpMock):
                 self.clock, self.ids, self.dns, self.config.enforcement, runner_factory or self.make_runner
             )
             self.execd = Execd(self.commands)
-        self.catalogue = FaultCatalogue(self)
+        self.catalogue = OpenSandboxFaults(self)
         services: dict[int, ASGIApp] = {  # each built on its first request
             EXECD_PORT: OnFirstCall(lambda: service_router([*self.execd_routes(), *self.file_routes()])),
             EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),

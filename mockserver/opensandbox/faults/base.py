@@ -1,14 +1,14 @@
-"""What every part of the OpenSandbox fault catalogue shares: the mock it arms, rule building, shared words."""
+"""What every part of the OpenSandbox fault catalogue shares: the mock it arms, path globs, shared words."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from mockserver.core import FaultRule, FaultSet, VirtualClock
+from mockserver.core import FaultSet, VirtualClock
 
 from ..model.store import OpenSandboxState
 
-__all__ = ["COMMON_PARAMS", "CREATE", "EXECD", "ONE_SANDBOX", "CatalogueBase", "FaultHost"]
+__all__ = ["COMMON_PARAMS", "CREATE", "EXECD", "ONE_SANDBOX", "OpenSandboxFaultHost"]
 
 EXECD = "*/44772"
 CREATE = "*/sandboxes"
@@ -26,7 +26,7 @@ COMMON_PARAMS = {
 }
 
 
-class FaultHost(Protocol):
+class OpenSandboxFaultHost(Protocol):
     """What the catalogue arms: the mock's fault rules, clock and state, and a way to serve it."""
 
     @property
@@ -47,42 +47,3 @@ class FaultHost(Protocol):
     def server(self, **options: Any) -> Any:
         """Return a server for the mock (started with ``with``)."""
         ...
-
-
-class CatalogueBase:
-    """The mock a catalogue arms, and the one way its faults add a rule."""
-
-    def __init__(self, mock: FaultHost) -> None:
-        self.mock = mock
-
-    def _add(self, **rule: Any) -> FaultRule:
-        return self.mock.faults.add(
-            FaultRule.from_json({k: v for k, v in rule.items() if v is not None or k == "times"})
-        )
-
-    def respond(
-        self,
-        method: str,
-        path: str,
-        status: int,
-        body: Any = None,
-        *,
-        sandbox_id: str | None = None,
-        times: int | None = 1,
-        headers: dict[str, str] | None = None,
-        content_type: str | None = None,
-        name: str = "",
-    ) -> FaultRule:
-        """Answer matching requests with ``status`` and ``body`` instead of the mock's own answer."""
-        return self._add(
-            method=method,
-            path=path,
-            action="respond",
-            status=status,
-            body=body,
-            sandbox_id=sandbox_id,
-            times=times,
-            headers=headers or {},
-            content_type=content_type,
-            name=name,
-        )

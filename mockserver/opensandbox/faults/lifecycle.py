@@ -13,15 +13,17 @@ from mockserver.core import ApiError, FaultRule
 
 from ..model.auth import invalid_key, missing_key
 from ..model.errors import capacity_exhausted
-from .base import CREATE, ONE_SANDBOX, CatalogueBase
+from .base import CREATE, ONE_SANDBOX, OpenSandboxFaultHost
 
 __all__ = ["LifecycleFaults"]
 
 _DROP: Any = object()
 
 
-class LifecycleFaults(CatalogueBase):
+class LifecycleFaults:
     """Faults of the lifecycle routes."""
+
+    mock: OpenSandboxFaultHost
 
     def sandbox_body(self, sandbox_id: str, **changes: Any) -> FaultRule:
         """F17/F18: answer ``GET /sandboxes/{id}`` with the sandbox JSON altered (``_DROP`` deletes a key)."""
@@ -34,7 +36,7 @@ class LifecycleFaults(CatalogueBase):
                 body.pop(key, None)
             else:
                 body[key] = value
-        return self.respond("GET", f"*/sandboxes/{sandbox_id}", 200, body, times=None)
+        return self.mock.faults.respond("GET", f"*/sandboxes/{sandbox_id}", 200, body, times=None)
 
     @named_fault("SDK: InvalidArgumentException on the null date.", sandbox_id="the sandbox whose GET is altered")
     def null_expires_at(self, sandbox_id: str) -> FaultRule:
@@ -56,13 +58,15 @@ class LifecycleFaults(CatalogueBase):
             "code": "KUBERNETES::POD_IP_NOT_AVAILABLE",
             "message": "Pod IP is not yet available. The Pod may still be starting.",
         }
-        return self.respond("GET", f"{ONE_SANDBOX}/endpoints/*", 404, body, sandbox_id=sandbox_id, times=times)
+        return self.mock.faults.respond(
+            "GET", f"{ONE_SANDBOX}/endpoints/*", 404, body, sandbox_id=sandbox_id, times=times
+        )
 
     @named_fault("SDK: the create fails at once and the SDK DELETEs the sandbox.")
     def endpoint_not_found(self, sandbox_id: str | None = None, code: str = "DOCKER::SANDBOX_NOT_FOUND") -> FaultRule:
         """F20: an endpoint lookup fails with a 404 the SDK does not retry."""
         body = {"code": code, "message": "gone"}
-        return self.respond("GET", f"{ONE_SANDBOX}/endpoints/*", 404, body, sandbox_id=sandbox_id)
+        return self.mock.faults.respond("GET", f"{ONE_SANDBOX}/endpoints/*", 404, body, sandbox_id=sandbox_id)
 
     @named_fault(
         "NeMo Gym: endpoint() raises RuntimeError('OpenSandbox returned an empty endpoint for sandbox ... port N'); "
@@ -71,7 +75,7 @@ class LifecycleFaults(CatalogueBase):
     )
     def empty_endpoint(self, sandbox_id: str | None = None, port: str = "8080", times: int | None = None) -> FaultRule:
         """An endpoint lookup answers 200 ``{"endpoint": ""}``."""
-        return self.respond(
+        return self.mock.faults.respond(
             "GET", f"{ONE_SANDBOX}/endpoints/{port}", 200, {"endpoint": ""}, sandbox_id=sandbox_id, times=times
         )
 
@@ -83,7 +87,9 @@ class LifecycleFaults(CatalogueBase):
     def renew_fails(self, sandbox_id: str | None = None, times: int | None = None) -> FaultRule:
         """NG-F12: ``POST …/renew-expiration`` answers a JSON 500."""
         body = {"code": "DOCKER::SANDBOX_QUERY_FAILED", "message": "Failed to renew sandbox expiration."}
-        return self.respond("POST", f"{ONE_SANDBOX}/renew-expiration", 500, body, sandbox_id=sandbox_id, times=times)
+        return self.mock.faults.respond(
+            "POST", f"{ONE_SANDBOX}/renew-expiration", 500, body, sandbox_id=sandbox_id, times=times
+        )
 
     @named_fault(
         "SDK: SandboxRateLimitException(retry_after), no retry (POST); NeMo Gym retries the create "
@@ -92,7 +98,9 @@ class LifecycleFaults(CatalogueBase):
     def create_rate_limited(self, retry_after: int = 1, times: int | None = 1) -> FaultRule:
         """F22 / NG-F15: 429 ``POOL_CAPACITY_EXHAUSTED`` with ``Retry-After`` on create."""
         refusal = capacity_exhausted(retry_after, "No Pool capacity")
-        return self.respond("POST", CREATE, refusal.status, refusal.body(), times=times, headers=refusal.headers)
+        return self.mock.faults.respond(
+            "POST", CREATE, refusal.status, refusal.body(), times=times, headers=refusal.headers
+        )
 
     @named_fault(
         "SDK: SandboxApiException(status, UNEXPECTED_RESPONSE), the code only in the message; NeMo Gym retries "
@@ -107,13 +115,13 @@ class LifecycleFaults(CatalogueBase):
             500: ("DOCKER::SANDBOX_START_FAILED", "Failed to start sandbox container"),
         }
         code, message = codes.get(status, ("SANDBOX::UNKNOWN_ERROR", "error"))
-        return self.respond("POST", CREATE, status, {"code": code, "message": message}, times=times)
+        return self.mock.faults.respond("POST", CREATE, status, {"code": code, "message": message}, times=times)
 
     @named_fault("SDK: SandboxApiException(422, UNEXPECTED_RESPONSE).")
     def validation_422(self, method: str = "POST", path: str = CREATE) -> FaultRule:
         """F24: a FastAPI validation error body."""
         body = {"detail": [{"type": "missing", "loc": ["body", "image"], "msg": "Field required", "input": {}}]}
-        return self.respond(method, path, 422, body)
+        return self.mock.faults.respond(method, path, 422, body)
 
     @named_fault(
         "SDK: SandboxApiException(409, <code>).",
@@ -127,12 +135,14 @@ class LifecycleFaults(CatalogueBase):
         if operation not in ("pause", "resume", "delete"):
             raise ValueError("operation must be pause, resume or delete")
         method, path = ("DELETE", ONE_SANDBOX) if operation == "delete" else ("POST", f"{ONE_SANDBOX}/{operation}")
-        return self.respond(method, path, 409, {"code": code, "message": "Sandbox is Stopping"}, sandbox_id=sandbox_id)
+        return self.mock.faults.respond(
+            method, path, 409, {"code": code, "message": "Sandbox is Stopping"}, sandbox_id=sandbox_id
+        )
 
     @named_fault("SDK: SandboxApiException(401, <code>).", missing="MISSING_API_KEY instead of INVALID_API_KEY")
     def unauthorized(self, missing: bool = False, path: str = "*/sandboxes*") -> FaultRule:
         """F26: the lifecycle's 401 ``INVALID_API_KEY`` / ``MISSING_API_KEY``."""
-        return self.respond("*", path, 401, (missing_key() if missing else invalid_key()).body())
+        return self.mock.faults.respond("*", path, 401, (missing_key() if missing else invalid_key()).body())
 
     @named_fault(
         "SDK: a GET past request_timeout is retried silently (up to 4 times); a POST raises SandboxTimeoutException.",
@@ -147,7 +157,7 @@ class LifecycleFaults(CatalogueBase):
         times: int | None = 1,
     ) -> FaultRule:
         """F27: the answer comes ``seconds`` (real time) late."""
-        return self._add(
+        return self.mock.faults.add(
             method=method, path=path, action="delay", delay=seconds, sandbox_id=sandbox_id, times=times, name="slow"
         )
 
@@ -156,7 +166,9 @@ class LifecycleFaults(CatalogueBase):
         self, method: str = "*", path: str = "*", sandbox_id: str | None = None, times: int | None = 1
     ) -> FaultRule:
         """F28: the connection is reset before any answer."""
-        return self._add(method=method, path=path, action="drop", sandbox_id=sandbox_id, times=times, name="reset")
+        return self.mock.faults.add(
+            method=method, path=path, action="drop", sandbox_id=sandbox_id, times=times, name="reset"
+        )
 
     def keepalive_server(self, idle_seconds: float = 1.0, **options: Any) -> Any:
         """F30: a threaded server that closes idle keep-alive sockets after ``idle_seconds``."""
@@ -168,7 +180,7 @@ class LifecycleFaults(CatalogueBase):
     )
     def create_timeout(self, seconds: float, times: int | None = 1) -> FaultRule:
         """F33 / NG-F6: the create takes effect at once but answers ``seconds`` later."""
-        return self._add(
+        return self.mock.faults.add(
             method="POST",
             path=CREATE,
             action="delay",
@@ -181,6 +193,6 @@ class LifecycleFaults(CatalogueBase):
     @named_fault("SDK: InvalidArgumentException (a JSON decode error) on routes that parse a 500.")
     def plain_text_500(self, method: str = "GET", path: str = ONE_SANDBOX, sandbox_id: str | None = None) -> FaultRule:
         """F34: Starlette's unhandled-exception answer ``500 text/plain Internal Server Error``."""
-        return self.respond(
+        return self.mock.faults.respond(
             method, path, 500, "Internal Server Error", sandbox_id=sandbox_id, content_type="text/plain"
         )

@@ -10,7 +10,7 @@ from mockserver.admin.catalogue import named_fault
 
 from ..model import faults as model_faults
 from ..model.profiles import OOM_WORDINGS
-from .base import CatalogueBase
+from .base import OpenSandboxFaultHost
 
 __all__ = ["StateFaults"]
 
@@ -22,8 +22,10 @@ _WORDING = (
 _SANDBOX = "the sandbox it applies to"
 
 
-class StateFaults(CatalogueBase):
+class StateFaults:
     """Faults that change what the state machine does next."""
+
+    mock: OpenSandboxFaultHost
 
     @named_fault(
         "NeMo Gym: resubmits the 502, then reads the sandbox: with an OOMKilled wording it raises "

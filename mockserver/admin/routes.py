@@ -25,8 +25,6 @@ from mockserver.core.mock import MockCore
 
 from . import operations
 from .catalogue import NamedFault, arm, describe
-from .export import EXPORT_FORMATS, cassette_lines, har_log
-from .scenario import export_scenario
 
 __all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "UI_ASSETS", "admin_routes", "ui_asset"]
 
@@ -123,6 +121,9 @@ def admin_routes(
         return JSONResponse(found)
 
     async def journal_export(request: Request) -> Response:
+        # Imported on first use, as is the scenario export: serving starts without the export formats.
+        from .export import EXPORT_FORMATS, cassette_lines, har_log
+
         chosen = request.query_params.get("format", "har")
         if chosen not in EXPORT_FORMATS:
             raise ApiError(400, "invalid_query", f"format must be one of {', '.join(EXPORT_FORMATS)}, not {chosen!r}")
@@ -147,6 +148,8 @@ def admin_routes(
         return JSONResponse(operations.sandboxes(core))
 
     async def scenario(request: Request) -> Response:
+        from .scenario import export_scenario
+
         document = export_scenario(core, core.pinned_keys())
         filename = f"sandproof-{core.provider}-scenario.json"
         return JSONResponse(document, headers={"content-disposition": f'inline; filename="{filename}"'})

@@ -22,8 +22,10 @@ from mockserver.core.clock import DEFAULT_EPOCH, ClockMode
 from mockserver.core.environment import DEFAULT_API_KEY, MOCK_KEY_ENV, sdk_env
 
 if TYPE_CHECKING:
+    from mockserver.asgi.host_ports import HostPortListeners
     from mockserver.asgi.server import MockServer
     from mockserver.linux import SandboxLimits
+    from mockserver.opensandbox.model.endpoints import PublishedPort
     from mockserver.opensandbox.model.server_file import ServerFile
     from mockserver.service import HttpMock
 
@@ -263,6 +265,23 @@ def _describe(server_file: ServerFile) -> str:
     )
 
 
+def _host_port_listeners(
+    mock: HttpMock, options: ServeOptions, out: Callable[[str], None]
+) -> HostPortListeners[PublishedPort] | None:
+    """Return the listeners of a bridge-mode OpenSandbox mock's host ports (None in any other mode)."""
+    from mockserver.opensandbox import OpenSandboxMock
+
+    if not isinstance(mock, OpenSandboxMock) or not mock.bridge_ports():
+        return None
+    return mock.host_port_listeners(
+        report=lambda line: out(f"{'opensandbox':<12} {line}"),
+        timeout_keep_alive=options.keep_alive,
+        max_connections=options.max_connections,
+        header_timeout=options.header_timeout,
+        body_timeout=options.body_timeout,
+    )
+
+
 def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given.
 
@@ -324,6 +343,9 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         for mock in mocks.values():
             mock.close()
         raise ServeError(str(exc)) from exc
+    host_ports = _host_port_listeners(mocks["opensandbox"], options, out)
+    if host_ports is not None:
+        apps["opensandbox"] = host_ports.in_step(apps["opensandbox"])
     ports = {"tensorlake": options.tensorlake_port, "opensandbox": options.opensandbox_port}
     servers = {
         name: MockServer(
@@ -349,6 +371,10 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         cap = "no cap on" if limit is None else f"at most {limit}"
         if server_file is not None:
             out(f"{'opensandbox':<12} configured from {server_file.path} ({_describe(server_file)})")
+        if host_ports is not None and server_file is not None:
+            low, high = server_file.port_range
+            out(f"{'opensandbox':<12} bridge endpoints' host ports ({low}-{high}) served on {host_ports.host}")
+            host_ports.start()
         out(f"{'sandboxes':<12} {cap} live sandboxes (both APIs together); open files limit {soft} (hard {hard})")
         try:
             for line in scenarios.once_serving(mocks, {n: s.url for n, s in servers.items()}, options.execd_token):
@@ -363,6 +389,8 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if host_ports is not None:
+            host_ports.close()
         for server in servers.values():
             server.stop()
         if store is not None:

@@ -50,7 +50,7 @@ def served(*extra: str) -> Iterator[tuple[dict[str, str], list[str]]]:
             assert line, f"serve exited before its banner: {lines}"
             lines.append(line.rstrip("\n"))
             name, _, rest = line.partition(" ")
-            if name in ("tensorlake", "opensandbox"):
+            if name in ("tensorlake", "opensandbox") and rest.strip().startswith("http"):
                 urls[name] = rest.split()[0]
         yield urls, lines
     finally:

@@ -48,6 +48,7 @@ from .model import faults as model_faults
 from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
+from .model.endpoints import PublishedPort, host_port_target, published_ports
 from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.server_file import ServerFile
@@ -61,6 +62,7 @@ from .routes.ports import PortContext, PortDispatcher, service_router
 from .routes.render import SANDBOX_KEY, exception_handlers
 
 if TYPE_CHECKING:
+    from mockserver.asgi.host_ports import HostPortListeners
     from mockserver.linux import SandboxLimits
 
     from .linux_sandboxes import LinuxSandboxes
@@ -340,6 +342,25 @@ class OpenSandboxMock(HttpMock):
         """Put the request-id, CORS and API-key layer outside fault injection (and inside the journal)."""
         return RequestGate(app, self.config.access, self.ids.uuid4_hex)
 
+    # -- bridge-mode host ports ------------------------------------------------------------------------
+
+    def bridge_ports(self) -> bool:
+        """Tell whether this mock hands out endpoints on host ports of their own (``network_mode = "bridge"``)."""
+        return self.config.network_mode == "bridge"
+
+    def host_port_listeners(self, **options: Any) -> HostPortListeners[PublishedPort]:
+        """Return the listeners of the bridge host ports this mock publishes (``options``: the listeners').
+
+        Each relays to this mock's direct sandbox-port route (``/direct/{id}/{port}``, the same gate and
+        services); the host they bind is the configuration file's ``local_host`` unless ``host`` is given.
+        Wrap the served app with their ``in_step`` and ``start`` them (see :mod:`mockserver.asgi.host_ports`).
+        """
+        from mockserver.asgi.host_ports import HostPortListeners
+
+        if self.server_file is not None:
+            options.setdefault("host", self.server_file.local_host)
+        return HostPortListeners(lambda: published_ports(self.state), _direct_path, **options)
+
     # -- conveniences for tests ------------------------------------------------------------------
 
     @property
@@ -393,6 +414,12 @@ class OpenSandboxMock(HttpMock):
             kwargs["transport"] = self.transport()
         kwargs.update(options)
         return ConnectionConfig(**kwargs)
+
+
+def _direct_path(published: PublishedPort, path: str) -> str:
+    """Return the direct sandbox-port path that serves ``path`` on a published host port."""
+    port, rest = host_port_target(published, path)
+    return f"{DIRECT_PREFIX}/{published.sandbox_id}/{port}{rest}"
 
 
 def _domain(url: str | None) -> str:

@@ -11,10 +11,17 @@ shapes instead (``services/docker/networking.py``, ``get_endpoint``): ``network_
 sandbox's published execd port, and port 8080 its own published port ``{public_host}:{httpHostPort}``. The mock
 draws the pair from ``[docker] port_range_min``-``port_range_max``, the lowest free ports first (a choice: the real
 allocator draws at random). A server-proxy endpoint starts with ``[server] eip`` when one is set.
+
+:func:`published_ports` says which host ports are published while their sandboxes live, and :func:`host_port_target`
+which sandbox port a request on one of them reaches: on execd's host port, ``/proxy/{port}/...`` is execd's proxy
+to that port in the sandbox and any other path execd itself; on 8080's host port, the sandbox's port 8080. The
+standalone server listens on them (:mod:`mockserver.asgi.host_ports`).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from mockserver.core import ApiError
@@ -29,10 +36,21 @@ from .records import SandboxRecord
 from .store import OpenSandboxState
 from .validation import Checker, RequestValidationError, error
 
-__all__ = ["EXECD_ACCESS_HEADER", "endpoint_headers", "host_ports", "resolve_endpoint"]
+__all__ = [
+    "EXECD_ACCESS_HEADER",
+    "PublishedPort",
+    "endpoint_headers",
+    "host_port_target",
+    "host_ports",
+    "published_ports",
+    "resolve_endpoint",
+]
 
 EXECD_ACCESS_HEADER = "X-EXECD-ACCESS-TOKEN"
 CONTAINER_START_FAILED = "DOCKER::SANDBOX_START_FAILED"
+#: The sandbox port that has a host port of its own in bridge mode (besides execd's).
+HTTP_PORT = 8080
+_EXECD_PROXY = re.compile(r"/proxy/([0-9]{1,5})(/.*)?\Z", re.DOTALL)
 
 
 def endpoint_headers(config: ServerConfig, sb: SandboxRecord, port: int, *, via_proxy: bool) -> dict[str, str]:
@@ -75,12 +93,48 @@ def host_ports(state: OpenSandboxState, config: ServerConfig, sandbox_id: str) -
         raise ApiError(500, CONTAINER_START_FAILED, "Failed to allocate host ports for sandbox container.")
 
 
+@dataclass(frozen=True)
+class PublishedPort:
+    """A host port a bridge-mode sandbox publishes: the sandbox and the port it maps (execd's or 8080)."""
+
+    sandbox_id: str
+    port: int
+
+
+def published_ports(state: OpenSandboxState) -> dict[int, PublishedPort]:
+    """Return the host ports published now, each with what it maps: those of the sandboxes that still live.
+
+    Expiries due by now are settled first, so a sandbox past its timeout publishes nothing.
+    """
+    with state.lock:
+        state.settle_all()
+        published: dict[int, PublishedPort] = {}
+        for sandbox_id, (execd_port, http_port) in state.host_ports.items():
+            if sandbox_id in state.sandboxes:
+                published[execd_port] = PublishedPort(sandbox_id, EXECD_PORT)
+                published[http_port] = PublishedPort(sandbox_id, HTTP_PORT)
+        return published
+
+
+def host_port_target(published: PublishedPort, path: str) -> tuple[int, str]:
+    """Return the sandbox port and path a request for ``path`` on a published host port reaches.
+
+    On execd's host port ``/proxy/{port}`` and ``/proxy/{port}/...`` are execd's proxy to that port (the bridge
+    endpoints name them), any other path execd itself; 8080's host port is the sandbox's port 8080.
+    """
+    if published.port == EXECD_PORT:
+        match = _EXECD_PROXY.match(path)
+        if match is not None and 1 <= int(match.group(1)) <= 65535:
+            return int(match.group(1)), match.group(2) or "/"
+    return published.port, path
+
+
 def _real_endpoint(state: OpenSandboxState, config: ServerConfig, sb: SandboxRecord, port: int) -> str:
     """Return the real Docker runtime's endpoint for ``port`` in ``config.network_mode`` (host or bridge)."""
     if config.network_mode == "host":
         return f"{config.public_host}:{port}"
     execd_port, http_port = host_ports(state, config, sb.id)
-    if port == 8080:
+    if port == HTTP_PORT:
         return f"{config.public_host}:{http_port}"
     return f"{config.public_host}:{execd_port}/proxy/{port}"
 

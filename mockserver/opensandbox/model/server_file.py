@@ -24,6 +24,8 @@ The mock serves the ``host`` and ``bridge`` network modes; a user-defined Docker
 multi-tenant key file) and a non-direct ``[ingress]`` under Docker are refused by name (the real server refuses
 the last one too). ``[server] host = "0.0.0.0"`` (the default) names this machine's outward address in endpoints,
 found as the real server finds it (the local address of a UDP socket pointed at 8.8.8.8; no packet is sent).
+``ServerFile.local_host`` is where the sandboxes' host-mapped ports answer on this machine, as the real server's own
+proxy reaches them: ``[server] host``, or 127.0.0.1 when that is left out or any address.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ class ServerFile:
     proxy_base: str | None
     port_range: tuple[int, int]
     allowed_host_paths: tuple[str, ...]
+    #: Where the sandboxes' host-mapped ports answer on this machine: ``[server] host``, 127.0.0.1 when that is
+    #: left out or any address (the real server's ``_resolve_proxy_host``); the mock listens there in bridge mode.
+    local_host: str = "127.0.0.1"
 
     def settings(self) -> dict[str, Any]:
         """Return the :class:`.config.ServerConfig` keyword arguments this file sets."""
@@ -171,6 +176,7 @@ def parse_server_file(text: str, path: str = "<config>") -> ServerFile:
     host = (read.string("server", "host", "0.0.0.0", min_length=1) or "").strip()
     eip = (read.string("server", "eip", None) or "").strip()
     public_host = eip or (outward_ip() if host.lower() in _ANY_ADDRESS else host)
+    local_host = "127.0.0.1" if host.lower() in _ANY_ADDRESS else host
     proxy_base = eip.rstrip("/").replace("https://", "").replace("http://", "") if eip else None
     return ServerFile(
         path=path,
@@ -184,6 +190,7 @@ def parse_server_file(text: str, path: str = "<config>") -> ServerFile:
         proxy_base=proxy_base,
         port_range=(low, high),
         allowed_host_paths=read.strings("storage", "allowed_host_paths"),
+        local_host=local_host,
     )
 
 

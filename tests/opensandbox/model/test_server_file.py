@@ -10,7 +10,13 @@ import pytest
 from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.opensandbox.model import lifecycle
 from mockserver.opensandbox.model.config import HOST_MODE_POLICY, NO_EGRESS_IMAGE, ServerConfig
-from mockserver.opensandbox.model.endpoints import host_ports, resolve_endpoint
+from mockserver.opensandbox.model.endpoints import (
+    PublishedPort,
+    host_port_target,
+    host_ports,
+    published_ports,
+    resolve_endpoint,
+)
 from mockserver.opensandbox.model.profiles import make_profile
 from mockserver.opensandbox.model.server_file import (
     ServerFileError,
@@ -210,3 +216,43 @@ def test_bridge_host_ports_come_from_the_range_and_are_freed_with_their_sandbox(
     assert (full.value.status, full.value.message) == (500, "Failed to allocate host ports for sandbox container.")
     lifecycle.delete_sandbox(state, "default", made[0].id)
     assert host_ports(state, config, made[50].id) == (45000, 45001)  # a deleted sandbox's ports are free again
+
+
+def test_the_host_ports_answer_on_the_servers_local_host() -> None:
+    """The real server's ``_resolve_proxy_host``: ``[server] host``, else 127.0.0.1 (never any address)."""
+    assert parse_server_file(RUNTIME).local_host == "127.0.0.1"
+    assert parse_server_file(RUNTIME + '[server]\nhost = "0.0.0.0"\n').local_host == "127.0.0.1"
+    assert parse_server_file(RUNTIME + '[server]\nhost = "::"\n').local_host == "127.0.0.1"
+    named = parse_server_file(RUNTIME + '[server]\nhost = "10.0.0.5"\neip = "gw.example"\n')
+    assert (named.local_host, named.public_host) == ("10.0.0.5", "gw.example")
+
+
+def test_published_host_ports_are_those_of_live_sandboxes() -> None:
+    config = _config(RUNTIME + '[docker]\nnetwork_mode = "bridge"\nport_range_min = 45000\nport_range_max = 45100\n')
+    state = _state()
+    kept, deleted, expiring = (
+        lifecycle.create_sandbox(state, "default", {**BODY, **extra}, config)[0] for extra in ({}, {}, {"timeout": 60})
+    )
+    for sb in (kept, deleted, expiring):
+        host_ports(state, config, sb.id)
+    lifecycle.delete_sandbox(state, "default", deleted.id)
+    assert published_ports(state) == {
+        45000: PublishedPort(kept.id, 44772),
+        45001: PublishedPort(kept.id, 8080),
+        45004: PublishedPort(expiring.id, 44772),
+        45005: PublishedPort(expiring.id, 8080),
+    }
+    state.clock.advance(60)
+    assert set(published_ports(state)) == {45000, 45001}  # a timeout that passed publishes nothing
+
+
+def test_a_host_port_request_reaches_the_port_its_endpoint_names() -> None:
+    execd, web = PublishedPort("sb", 44772), PublishedPort("sb", 8080)
+    assert host_port_target(execd, "/proxy/44772/command") == (44772, "/command")
+    assert host_port_target(execd, "/proxy/5000/a/b") == (5000, "/a/b")
+    assert host_port_target(execd, "/proxy/5000") == (5000, "/")
+    assert host_port_target(execd, "/command") == (44772, "/command")  # execd itself
+    assert host_port_target(execd, "/proxy/0/x") == (44772, "/proxy/0/x")  # no such port: execd's own 404
+    assert host_port_target(execd, "/proxy/70000/x") == (44772, "/proxy/70000/x")
+    assert host_port_target(execd, "/proxyx/5000") == (44772, "/proxyx/5000")
+    assert host_port_target(web, "/proxy/5000/a") == (8080, "/proxy/5000/a")  # 8080's own server sees any path

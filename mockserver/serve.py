@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from mockserver.linux import SandboxLimits
     from mockserver.opensandbox.model.endpoints import PublishedPort
     from mockserver.opensandbox.model.server_file import ServerFile
+    from mockserver.scenario import LoadedScenarios
     from mockserver.service import HttpMock
 
 __all__ = [
@@ -239,8 +240,6 @@ def _start(server: MockServer, name: str, port: int) -> None:
 
 def _opensandbox_config(option: str | None, from_scenario: str | None) -> ServerFile | None:
     """Read the OpenSandbox server configuration file given by ``--opensandbox-config`` or a scenario."""
-    from mockserver.opensandbox.model.server_file import ServerFileError, load_server_file
-
     if option and from_scenario:
         raise ServeError(
             f"--opensandbox-config {option} and the scenario's server_config {from_scenario} both configure the "
@@ -249,6 +248,8 @@ def _opensandbox_config(option: str | None, from_scenario: str | None) -> Server
     path = option or from_scenario
     if not path:
         return None
+    from mockserver.opensandbox.model.server_file import ServerFileError, load_server_file
+
     try:
         return load_server_file(path)
     except ServerFileError as exc:
@@ -282,6 +283,47 @@ def _host_port_listeners(
     )
 
 
+def _scenarios(paths: Sequence[str]) -> LoadedScenarios | None:
+    """Load the ``--scenario`` files (None when there are none: the scenario modules then never load)."""
+    if not paths:
+        return None
+    from mockserver.scenario import ScenarioError, load_scenarios
+
+    try:
+        return load_scenarios(paths)
+    except ScenarioError as exc:
+        raise ServeError(str(exc)) from exc
+
+
+def _before_serving(scenarios: LoadedScenarios, mocks: Mapping[str, HttpMock]) -> None:
+    """Apply the scenarios' state, clock and DNS to ``mocks``; a refusal closes the mocks and is a ServeError."""
+    from mockserver.scenario import ScenarioError
+
+    try:
+        scenarios.before_serving(mocks)
+    except ScenarioError as exc:
+        for mock in mocks.values():
+            mock.close()
+        raise ServeError(str(exc)) from exc
+
+
+def _once_serving(
+    scenarios: LoadedScenarios,
+    mocks: Mapping[str, HttpMock],
+    servers: Mapping[str, MockServer],
+    execd_token: str | None,
+    out: Callable[[str], None],
+) -> None:
+    """Seed the scenarios' sandboxes through the served APIs and arm their faults, printing what was done."""
+    from mockserver.scenario import ScenarioError
+
+    try:
+        for line in scenarios.once_serving(mocks, {n: s.url for n, s in servers.items()}, execd_token):
+            out(line)
+    except ScenarioError as exc:
+        raise ServeError(str(exc)) from exc
+
+
 def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
     """Serve both mocks until SIGTERM or SIGINT; keep state in ``options.state_file`` when given.
 
@@ -297,24 +339,21 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
             f"--host {options.host} exposes the /_mock admin API (it resets state and lists API keys) beyond "
             "this machine: give --admin-token TOKEN, or bind a loopback address"
         )
-    from mockserver.scenario import ScenarioError, load_scenarios
-
     if options.scenarios and options.state_file:
         raise ServeError(
             "--scenario and --state-file do not go together: a scenario starts the mocks the same way every time, "
             "a state file where they stopped; choose one"
         )
-    try:
-        scenarios = load_scenarios(options.scenarios)
-    except ScenarioError as exc:
-        raise ServeError(str(exc)) from exc
-    server_file = _opensandbox_config(options.opensandbox_config, scenarios.server_config("opensandbox"))
+    scenarios = _scenarios(options.scenarios)
+    server_file = _opensandbox_config(
+        options.opensandbox_config, scenarios.server_config("opensandbox") if scenarios else None
+    )
     soft, hard = raise_soft_limit()
     mocks = build_mocks(
         seed=options.seed,
         clock_mode=options.clock,
         api_keys=options.api_keys,
-        provider_keys={name: scenarios.api_keys(name) for name in ("tensorlake", "opensandbox")},
+        provider_keys={name: scenarios.api_keys(name) for name in ("tensorlake", "opensandbox")} if scenarios else None,
         admin_token=options.admin_token,
         execd_token=options.execd_token,
         runtime=options.runtime,
@@ -337,12 +376,8 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         if opened:
             out(opened)
         apps = {name: CommitBeforeSend(mock.app, store.commit, mock.touched_by_request) for name, mock in mocks.items()}
-    try:
-        scenarios.before_serving(mocks)
-    except ScenarioError as exc:
-        for mock in mocks.values():
-            mock.close()
-        raise ServeError(str(exc)) from exc
+    if scenarios is not None:
+        _before_serving(scenarios, mocks)
     host_ports = _host_port_listeners(mocks["opensandbox"], options, out)
     if host_ports is not None:
         apps["opensandbox"] = host_ports.in_step(apps["opensandbox"])
@@ -376,11 +411,8 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
             out(f"{'opensandbox':<12} bridge endpoints' host ports ({low}-{high}) served on {host_ports.host}")
             host_ports.start()
         out(f"{'sandboxes':<12} {cap} live sandboxes (both APIs together); open files limit {soft} (hard {hard})")
-        try:
-            for line in scenarios.once_serving(mocks, {n: s.url for n, s in servers.items()}, options.execd_token):
-                out(line)
-        except ScenarioError as exc:
-            raise ServeError(str(exc)) from exc
+        if scenarios is not None:
+            _once_serving(scenarios, mocks, servers, options.execd_token, out)
         command = env_command(
             options.host, servers["tensorlake"].port, servers["opensandbox"].port, _advertised_key(options, mocks)
         )

@@ -51,7 +51,6 @@ from .model.egress import PolicyGate
 from .model.endpoints import PublishedPort, host_port_target, published_ports
 from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
-from .model.server_file import ServerFile
 from .model.store import OpenSandboxState
 from .routes import admin
 from .routes.diagnostics import diagnostics_routes
@@ -66,6 +65,7 @@ if TYPE_CHECKING:
     from mockserver.linux import SandboxLimits
 
     from .linux_sandboxes import LinuxSandboxes
+    from .model.server_file import ServerFile
 
 __all__ = ["RUNTIMES", "OpenSandboxMock"]
 

@@ -31,7 +31,6 @@ proxy reaches them: ``[server] host``, or 127.0.0.1 when that is left out or any
 from __future__ import annotations
 
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +141,8 @@ class _Reader:
 
 def parse_server_file(text: str, path: str = "<config>") -> ServerFile:
     """Read a real server's configuration from TOML ``text``; ``path`` names it in errors."""
+    import tomllib  # loaded when a file is read: a serve without one never needs it
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

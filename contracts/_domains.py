@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import idna
-
 __all__ = ["DomainIndex", "normalize_domain", "normalize_query_host"]
 
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
@@ -27,6 +25,8 @@ def _to_ascii(name: str) -> str:
     """Return ``name`` lowercased and IDNA-encoded when it is not ASCII; raise ValueError when impossible."""
     if name.isascii():
         return name.lower()
+    import idna  # only a non-ASCII name needs it: loaded on first use, not with the policy
+
     try:
         return idna.encode(name, uts46=True, transitional=False).decode("ascii")
     except idna.IDNAError as exc:
@@ -64,6 +64,8 @@ def normalize_query_host(host: str) -> str | None:
     if host.isascii():
         host = host.lower()
     else:
+        import idna  # as in _to_ascii
+
         try:
             host = idna.encode(host, uts46=True, transitional=False).decode("ascii")
         except idna.IDNAError:

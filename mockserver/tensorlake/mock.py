@@ -41,7 +41,6 @@ from mockserver.core.faults import FaultRule
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
-from .faults import TensorLakeFaults
 from .model import admin
 from .model.admin import DEFAULT_ORGANIZATION, DEFAULT_PROJECT
 from .model.auth import KeyRing
@@ -63,6 +62,7 @@ if TYPE_CHECKING:
     from mockserver.sandbox.steps import Handler
 
     from .execution import ProcessRuntime
+    from .faults import TensorLakeFaults
     from .linux_sandboxes import LinuxSandboxes
 
 __all__ = ["DEFAULT_API_KEY", "DEFAULT_INGRESS_DOMAIN", "DEFAULT_PORT", "RUNTIMES", "TensorLakeMock", "sdk_env"]
@@ -143,6 +143,8 @@ class TensorLakeMock(HttpMock):
     @property
     def catalogue(self) -> TensorLakeFaults:
         """Return the named fault catalogue (also served under ``/_mock/faults/catalogue``)."""
+        from .faults import TensorLakeFaults  # loaded on first use: a start that arms no fault never needs it
+
         return TensorLakeFaults(self)
 
     def named_faults(self) -> Mapping[str, NamedFault]:

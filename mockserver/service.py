@@ -55,8 +55,12 @@ class HttpMock(MockCore):
         return {ApiError: api_error_handler}
 
     def build_app(self) -> ASGIApp:
-        """Build the provider's ASGI app: admin and provider routes, wrapped in faults and journal."""
-        app = indexed_app([*self.admin_routes(), *self.routes()], self.exception_handlers())
+        """Build the provider's ASGI app: admin and provider routes, wrapped in faults and journal.
+
+        The provider's routes are built when a request first goes past the admin routes (a start answers
+        ``/_mock`` without them).
+        """
+        app = indexed_app(self.admin_routes(), self.exception_handlers(), later=self.routes)
         return self.wrap(app)
 
     @functools.cached_property

@@ -43,26 +43,58 @@ def literal_prefix(route: BaseRoute) -> Prefix:
 
 
 class IndexedRouter(Router):
-    """A Starlette router that matches a request against its candidate routes only (same answers, fewer tries)."""
+    """A Starlette router that matches a request against its candidate routes only (same answers, fewer tries).
 
-    def __init__(self, routes: Sequence[BaseRoute] | None = None, **options: Any) -> None:
+    ``later`` builds more routes, placed after the given ones, when a request first needs them: one that no
+    given route answers in full (a request a given route answers never could reach them), or when
+    :attr:`routes` is read. Until then their modules need not be loaded nor their patterns compiled.
+    """
+
+    def __init__(
+        self,
+        routes: Sequence[BaseRoute] | None = None,
+        *,
+        later: Callable[[], Sequence[BaseRoute]] | None = None,
+        **options: Any,
+    ) -> None:
+        self._later = later
+        self._lock = threading.Lock()
         super().__init__(routes, **options)
-        self._prefixes = [literal_prefix(route) for route in self.routes]
-        self._firsts = {p[0] for p in self._prefixes if p}
-        self._seconds = {(p[0], p[1]) for p in self._prefixes if len(p) == 2}
-        self._candidates: dict[tuple[str | None, str | None], list[BaseRoute]] = {}
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        """Return every route in order, building the ``later`` ones now if need be."""
+        if self._later is not None:
+            self._build_later()
+        return self._index.routes
+
+    @routes.setter
+    def routes(self, routes: Sequence[BaseRoute]) -> None:
+        self._index = _Index(list(routes))
+
+    def _build_later(self) -> None:
+        """Append the ``later`` routes (once, whichever thread asks first)."""
+        with self._lock:
+            later = self._later
+            if later is not None:
+                self._index = _Index([*self._index.routes, *later()])
+                self._later = None
 
     def candidates(self, route_path: str) -> list[BaseRoute]:
-        """Return, in order, the routes that can match ``route_path``."""
-        parts = route_path.split("/", _DEPTH + 1)
-        first = parts[1] if len(parts) > 1 and parts[1] in self._firsts else None
-        second = parts[2] if first is not None and len(parts) > 2 and (first, parts[2]) in self._seconds else None
-        key = (first, second)
-        found = self._candidates.get(key)
-        if found is None:
-            found = [route for route, prefix in zip(self.routes, self._prefixes, strict=True) if _fits(prefix, key)]
-            self._candidates[key] = found
-        return found
+        """Return, in order, the routes that can match ``route_path`` (of those built so far)."""
+        return self._index.candidates(route_path)
+
+    def _match(self, scope: Scope) -> tuple[BaseRoute | None, Match, Any]:
+        """Return the route Starlette's loop picks (the first full match, else the first partial), its match
+        and its child scope."""
+        partial: tuple[BaseRoute | None, Match, Any] = (None, Match.NONE, {})
+        for route in self.candidates(get_route_path(scope)):
+            match, child_scope = route.matches(scope)
+            if match is Match.FULL:
+                return route, match, child_scope
+            if match is Match.PARTIAL and partial[0] is None:
+                partial = (route, match, child_scope)
+        return partial
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Dispatch as :class:`starlette.routing.Router` does, trying the candidate routes only."""
@@ -71,21 +103,15 @@ class IndexedRouter(Router):
             return
         if "router" not in scope:
             scope["router"] = self
-        partial = None
-        partial_scope: Any = {}
-        for route in self.candidates(get_route_path(scope)):
-            match, child_scope = route.matches(scope)
-            if match is Match.FULL:
-                scope["route"] = route
-                scope.update(child_scope)
-                await route.handle(scope, receive, send)
-                return
-            if match is Match.PARTIAL and partial is None:
-                partial, partial_scope = route, child_scope
-        if partial is not None:
-            scope["route"] = partial
-            scope.update(partial_scope)
-            await partial.handle(scope, receive, send)
+        pending = self._later is not None
+        route, match, child_scope = self._match(scope)
+        if pending and match is not Match.FULL:
+            self._build_later()  # the later routes come after: they can only answer what no given route did
+            route, match, child_scope = self._match(scope)
+        if route is not None:
+            scope["route"] = route
+            scope.update(child_scope)
+            await route.handle(scope, receive, send)
             return
         route_path = get_route_path(scope)
         if scope["type"] == "http" and self.redirect_slashes and route_path != "/":
@@ -102,6 +128,30 @@ class IndexedRouter(Router):
         await self.default(scope, receive, send)
 
 
+class _Index:
+    """Routes and their candidate lists by literal prefix; replaced whole, never changed, so readers on other
+    threads see one consistent index."""
+
+    def __init__(self, routes: list[BaseRoute]) -> None:
+        self.routes = routes
+        self._prefixes = [literal_prefix(route) for route in routes]
+        self._firsts = {p[0] for p in self._prefixes if p}
+        self._seconds = {(p[0], p[1]) for p in self._prefixes if len(p) == 2}
+        self._candidates: dict[tuple[str | None, str | None], list[BaseRoute]] = {}
+
+    def candidates(self, route_path: str) -> list[BaseRoute]:
+        """Return, in order, the routes that can match ``route_path``."""
+        parts = route_path.split("/", _DEPTH + 1)
+        first = parts[1] if len(parts) > 1 and parts[1] in self._firsts else None
+        second = parts[2] if first is not None and len(parts) > 2 and (first, parts[2]) in self._seconds else None
+        key = (first, second)
+        found = self._candidates.get(key)
+        if found is None:
+            found = [route for route, prefix in zip(self.routes, self._prefixes, strict=True) if _fits(prefix, key)]
+            self._candidates[key] = found
+        return found
+
+
 def _fits(prefix: Prefix, key: tuple[str | None, str | None]) -> bool:
     """Tell whether a route with literal ``prefix`` can match a path whose indexed segments are ``key``.
 
@@ -115,10 +165,15 @@ def _fits(prefix: Prefix, key: tuple[str | None, str | None]) -> bool:
     return len(prefix) == 1 or prefix[1] == second
 
 
-def indexed_app(routes: Sequence[BaseRoute], exception_handlers: dict[Any, Any] | None = None) -> Starlette:
-    """Return a Starlette app over ``routes`` whose router is an :class:`IndexedRouter`."""
+def indexed_app(
+    routes: Sequence[BaseRoute],
+    exception_handlers: dict[Any, Any] | None = None,
+    *,
+    later: Callable[[], Sequence[BaseRoute]] | None = None,
+) -> Starlette:
+    """Return a Starlette app over ``routes`` whose router is an :class:`IndexedRouter` (``later``: see there)."""
     app = Starlette(routes=list(routes), exception_handlers=exception_handlers)
-    app.router = IndexedRouter(app.router.routes, redirect_slashes=app.router.redirect_slashes)
+    app.router = IndexedRouter(app.router.routes, redirect_slashes=app.router.redirect_slashes, later=later)
     return app
 
 

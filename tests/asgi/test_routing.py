@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 
-from mockserver.asgi.routing import IndexedRouter, indexed_app
+from mockserver.asgi.routing import IndexedRouter, indexed_app, literal_prefix
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.tensorlake import TensorLakeMock
 
@@ -80,3 +80,70 @@ def test_answers_are_starlettes(method: str, path: str) -> None:
         return got.status_code, got.text, got.headers.get("location")
 
     assert asyncio.run(answer(_app(True))) == asyncio.run(answer(_app(False)))
+
+
+def _later_app() -> Starlette:
+    """The routes of :func:`_app`, the first two given and the rest built later."""
+    given = _app(False).routes
+    return indexed_app(given[:2], later=lambda: given[2:])
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/items"),
+        ("POST", "/items"),  # 405 from a given route: the later ones may still match in full
+        ("GET", "/items/a"),
+        ("PATCH", "/items/a"),
+        ("GET", "/any/tail"),  # only a later route answers
+        ("GET", "/mounted/x"),
+        ("GET", "/slash"),
+        ("GET", "/nowhere"),
+    ],
+)
+def test_routes_built_later_answer_as_the_whole_list(method: str, path: str) -> None:
+    async def answer(app: Starlette) -> tuple[int, str, str | None]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            got = await client.request(method, path, follow_redirects=False)
+        return got.status_code, got.text, got.headers.get("location")
+
+    assert asyncio.run(answer(_later_app())) == asyncio.run(answer(_app(False)))
+
+
+def test_routes_built_later_wait_for_a_request_no_given_route_answers() -> None:
+    built: list[int] = []
+
+    async def ok(request: Request) -> Response:
+        return PlainTextResponse("given")
+
+    def later() -> list[BaseRoute]:
+        built.append(1)
+        return [Route("/{anything}", ok, methods=["POST"])]
+
+    app = indexed_app([Route("/given", ok)], later=later)
+
+    async def status(method: str, path: str) -> int:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            return (await client.request(method, path)).status_code
+
+    assert asyncio.run(status("GET", "/given")) == 200
+    assert built == []
+    assert asyncio.run(status("POST", "/given")) == 200  # the given route's 405 is not the answer: the later one is
+    assert built == [1]
+    assert [getattr(r, "path", None) for r in app.routes] == ["/given", "/{anything}"]
+    assert built == [1]
+
+
+def test_routes_are_read_whole_before_any_request() -> None:
+    app = indexed_app([Route("/a", PlainTextResponse("a"))], later=lambda: [Route("/b", PlainTextResponse("b"))])
+    assert [getattr(r, "path", None) for r in app.routes] == ["/a", "/b"]
+
+
+@pytest.mark.parametrize("mock", [OpenSandboxMock(), TensorLakeMock()], ids=["opensandbox", "tensorlake"])
+def test_no_provider_route_reaches_under_the_admin_prefix(mock: OpenSandboxMock | TensorLakeMock) -> None:
+    """The admin routes come first and the provider's are built later: the same answers as any order, since
+    every admin path is under ``/_mock`` and no provider route starts there or with a parameter."""
+    assert {literal_prefix(route)[:1] for route in mock.admin_routes()} == {("_mock",)}
+    for route in mock.routes():
+        prefix = literal_prefix(route)
+        assert prefix and prefix[0] != "_mock", getattr(route, "path", route)

@@ -53,10 +53,8 @@ from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .model.store import OpenSandboxState
 from .routes import admin
-from .routes.diagnostics import diagnostics_routes
 from .routes.echo import sandbox_echo
 from .routes.gate import RequestGate
-from .routes.lifecycle import LifecycleContext, lifecycle_routes
 from .routes.ports import PortContext, PortDispatcher, service_router
 from .routes.render import SANDBOX_KEY, exception_handlers
 
@@ -296,7 +294,11 @@ class OpenSandboxMock(HttpMock):
         self._forget_live()
 
     def routes(self) -> list[BaseRoute]:
-        """Return the lifecycle routes and the direct sandbox-port mount."""
+        """Return the lifecycle routes and the direct sandbox-port mount; their modules load with them, on the
+        first request past ``/_mock`` (see :meth:`HttpMock.build_app`)."""
+        from .routes.diagnostics import diagnostics_routes
+        from .routes.lifecycle import LifecycleContext, lifecycle_routes
+
         direct = Mount(f"{DIRECT_PREFIX}/{{sandbox_id}}/{{port:int}}", app=self.direct_app)
         # The sandbox port's own server sees any path; Starlette's mount remainder would stop at a newline.
         direct.path_regex = re.compile(direct.path_regex.pattern, re.DOTALL)

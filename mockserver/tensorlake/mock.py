@@ -54,7 +54,6 @@ from .routes.admin import AdminContext, admin_routes, new_session_token
 from .routes.common import CollapseSlashes
 from .routes.echo import sandbox_echo
 from .routes.ingress import Ingress, IngressContext
-from .routes.lifecycle import LifecycleContext, LifecycleRoutes
 
 if TYPE_CHECKING:
     from mockserver.linux import SandboxLimits
@@ -192,7 +191,10 @@ class TensorLakeMock(HttpMock):
     # -- composition -----------------------------------------------------------------------------
 
     def routes(self) -> list[BaseRoute]:
-        """Return the lifecycle routes (both trees)."""
+        """Return the lifecycle routes (both trees); their module loads with them, on the first request past
+        ``/_mock`` (see :meth:`build_app`)."""
+        from .routes.lifecycle import LifecycleContext, LifecycleRoutes
+
         return LifecycleRoutes(LifecycleContext(self.lifecycle, self.clock)).routes()
 
     def sandbox_summaries(self) -> list[dict[str, Any]]:
@@ -231,8 +233,12 @@ class TensorLakeMock(HttpMock):
         return Ingress(context, fallback)
 
     def build_app(self) -> ASGIApp:
-        """Put the sandbox proxy in front of the admin and lifecycle routes, all inside faults and journal."""
-        api = indexed_app([*self.routes(), *self.admin_routes()], self.exception_handlers())
+        """Put the sandbox proxy in front of the admin and lifecycle routes, all inside faults and journal.
+
+        The lifecycle routes are built when a request first goes past the admin routes (their order does not
+        matter: every admin path is under ``/_mock``, where no lifecycle route reaches).
+        """
+        api = indexed_app(self.admin_routes(), self.exception_handlers(), later=self.routes)
         return self.wrap(CollapseSlashes(self.front_door(api)))
 
     def emulator_for(self, sandbox: Sandbox) -> CommandEmulator:

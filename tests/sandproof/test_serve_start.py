@@ -12,6 +12,7 @@ DEFERRED = (
     "tomllib",
     "idna",
     "mockserver.tensorlake.faults",
+    "mockserver.tensorlake.model.daemon",
     "mockserver.tensorlake.routes.lifecycle",
     "mockserver.opensandbox.routes.lifecycle",
     "mockserver.opensandbox.routes.diagnostics",

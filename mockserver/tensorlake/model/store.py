@@ -38,7 +38,7 @@ import collections
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mockserver.core.capacity import Capacity
 from mockserver.core.changes import ChangeLog, Key, Row
@@ -48,9 +48,11 @@ from mockserver.core.schedule import DueTimes, settle_due
 from mockserver.sandbox.filesystem import FileSystem
 
 from .auth import KeyRing
-from .daemon import Daemon
 from .records import Sandbox, Session, Snapshot
 from .validate import not_found
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
 
 __all__ = [
     "ARCHIVE_LIMIT",
@@ -270,6 +272,8 @@ class SandboxStore:
 
     def daemon_of(self, sb: Sandbox) -> Daemon:
         """Return the daemon state of a live sandbox (created on first use)."""
+        from .daemon import Daemon  # with the first sandbox's daemon: a start never needs the module
+
         with self.lock:
             daemon = self.daemons.get(sb.id)
             if daemon is None:

@@ -4,14 +4,17 @@ Starlette's :class:`StreamingResponse` (ASGI 2.4 servers) learns of a gone clien
 a stream waiting for a silent command never learns of it and holds its work forever. :class:`WatchedStream`
 listens for ``http.disconnect`` throughout, stops the stream, and calls ``on_disconnect`` when the client
 left before the last chunk.
+
+The stream is sent from the request's own task and one small task listens: when the client goes away the
+listener cancels the request's task, and when the stream ends the listener is cancelled. (A task group would
+add a second task and a cancel scope to every request.)
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterable, Callable, Mapping
 
-import anyio
-import anyio.abc
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -33,20 +36,31 @@ class WatchedStream(StreamingResponse):
         self.on_disconnect = on_disconnect
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        finished = False
+        streaming = asyncio.current_task()
+        assert streaming is not None
+        gone = False
 
-        async def stream(group: anyio.abc.TaskGroup) -> None:
-            nonlocal finished
-            try:
-                await self.stream_response(send)
-                finished = True
-            except OSError:
-                pass  # the client is gone: the write failed
-            group.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(stream, group)
+        async def listen() -> None:
+            nonlocal gone
             await self.listen_for_disconnect(receive)
-            group.cancel_scope.cancel()
+            gone = True
+            streaming.cancel()
+
+        listener = asyncio.get_running_loop().create_task(listen())
+        finished = False
+        try:
+            await self.stream_response(send)
+            finished = True
+        except OSError:
+            pass  # the client is gone: the write failed
+        except asyncio.CancelledError:
+            if not gone:
+                raise  # cancelled from outside, not by the listener
+            streaming.uncancel()
+        finally:
+            listener.cancel()
+        error = listener.exception() if listener.done() and not listener.cancelled() else None
+        if error is not None:
+            raise error  # the receive channel failed
         if not finished and self.on_disconnect is not None:
             self.on_disconnect()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 META = frozenset(" \t\n;&|<>()")
 _WORD_STOP = META | frozenset("'\"\\$`")
@@ -151,8 +152,23 @@ class Script:
     items: tuple[AndOr, ...]
 
 
+#: Lines up to this long have their parse kept (:func:`parse`); a longer script is parsed each time it runs.
+CACHED_SOURCE_CHARS = 1024
+
+
 def parse(source: str) -> Script:
-    """Parse a whole shell script."""
+    """Parse a whole shell script.
+
+    The tree is never changed once built, so a short line run again (``echo hi`` on every request) reuses
+    its parse; a line that fails raises afresh each time.
+    """
+    if len(source) <= CACHED_SOURCE_CHARS:
+        return _parse_cached(source)
+    return _Parser(source).parse_all()
+
+
+@lru_cache(maxsize=512)
+def _parse_cached(source: str) -> Script:
     return _Parser(source).parse_all()
 
 

@@ -49,3 +49,33 @@ def test_a_stream_read_to_its_end_does_not_call_back() -> None:
 
     calls, sent = asyncio.run(_serve(short(), disconnect_after=None))
     assert calls == [] and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+def test_a_stream_cancelled_from_outside_stays_cancelled_and_does_not_call_back() -> None:
+    calls: list[str] = []
+
+    async def silent() -> AsyncIterator[bytes]:
+        yield b"first"
+        await asyncio.Event().wait()
+        yield b"never"
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client stays
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    async def main() -> bool:
+        response = WatchedStream(silent(), media_type="text/plain", on_disconnect=lambda: calls.append("gone"))
+        task = asyncio.create_task(response(SCOPE, receive, send))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    assert asyncio.run(main()) is True
+    assert calls == []

@@ -915,3 +915,21 @@ def test_a_write_beyond_the_quota_fails_with_no_space_left(fs: FileSystem) -> No
     assert result.stdout.strip() == b"0" and small.used < 1024
     big = CommandEmulator(fs).run_to_completion('printf "%050000000d" 0 > /tmp/f; wc -c < /tmp/f')
     assert b"No space left on device" in big.stderr and fs.used < 20 * 1024 * 1024
+
+
+def test_a_line_run_again_reuses_its_parse_and_a_bad_one_fails_each_time(emu: CommandEmulator) -> None:
+    from mockserver.sandbox.shell import CACHED_SOURCE_CHARS, parse
+
+    assert parse("echo cached") is parse("echo cached")
+    long_line = "echo " + "x" * CACHED_SOURCE_CHARS
+    assert parse(long_line) is not parse(long_line)
+    assert parse(long_line) == parse(long_line)
+    for _ in range(2):
+        assert sh(emu, "echo 'open").exit_code == 2
+    # A reused parse runs afresh: its here-document and its words are expanded on each run.
+    emu.fs.write("/home/user/x", b"1")
+    line = "cat <<EOF\n$(cat x)\nEOF\necho *"
+    assert stdout(emu, line) == "1\nx\n"
+    emu.fs.write("/home/user/x", b"2")
+    emu.fs.write("/home/user/y", b"")
+    assert stdout(emu, line) == "2\nx y\n"

@@ -102,9 +102,13 @@ def check_execd_token(expected: str | None, given: str | None) -> None:
         raise ExecdAuthError(401, "UNAUTHORIZED", "Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN")
 
 
+#: ``json.dumps(event, separators=(",", ":"))``, built once rather than per event.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def frame(event: dict[str, Any]) -> bytes:
     """Return one execd SSE frame: a bare compact JSON object and a blank line."""
-    return json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
+    return _COMPACT.encode(event).encode() + b"\n\n"
 
 
 def error_event(evalue: str, traceback: str, ts: int) -> dict[str, Any]:

@@ -346,14 +346,16 @@ def serve(options: ServeOptions, *, out: Callable[[str], None] = print) -> int:
         )
     scenarios = _scenarios(options.scenarios)
     server_file = _opensandbox_config(
-        options.opensandbox_config, scenarios.server_config("opensandbox") if scenarios else None
+        options.opensandbox_config, scenarios.server_config("opensandbox") if scenarios is not None else None
     )
     soft, hard = raise_soft_limit()
     mocks = build_mocks(
         seed=options.seed,
         clock_mode=options.clock,
         api_keys=options.api_keys,
-        provider_keys={name: scenarios.api_keys(name) for name in ("tensorlake", "opensandbox")} if scenarios else None,
+        provider_keys={name: scenarios.api_keys(name) for name in ("tensorlake", "opensandbox")}
+        if scenarios is not None
+        else None,
         admin_token=options.admin_token,
         execd_token=options.execd_token,
         runtime=options.runtime,

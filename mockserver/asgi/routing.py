@@ -7,6 +7,8 @@ match answers 405, else the trailing-slash redirect, else 404) but looks only at
 path starts with literal segments (``/v1/sandboxes/{id}`` starts with ``v1``, ``sandboxes``) can match only
 a path that starts with the same segments, so it is skipped for any other. Routes that start with a parameter
 are candidates for every path. The candidate lists are computed once per distinct literal prefix.
+Routes given as ``later`` are built when a request first goes past the others: a mock answers ``/_mock``
+before its provider routes exist.
 """
 
 from __future__ import annotations

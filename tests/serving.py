@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,3 +77,15 @@ def closed_by_server(sock: socket.socket, wait: float) -> bool:
     except (TimeoutError, OSError):
         return False
     return True
+
+
+def refused(port: int, within: float = 10.0) -> bool:
+    """Tell whether connections to ``port`` on loopback are refused, once a listener had ``within`` seconds to stop."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except ConnectionRefusedError:
+            return True
+        time.sleep(0.02)
+    return False

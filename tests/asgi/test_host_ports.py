@@ -8,7 +8,6 @@ at all) closes them on the next periodic reconcile; a port another process holds
 from __future__ import annotations
 
 import socket
-import time
 
 import httpx
 
@@ -17,6 +16,7 @@ from mockserver.core import VirtualClock
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.opensandbox.model.endpoints import PublishedPort
 from mockserver.opensandbox.model.server_file import parse_server_file
+from tests.serving import refused
 
 CONFIG = '[runtime]\ntype = "docker"\nexecd_image = "e:1"\n[docker]\nnetwork_mode = "bridge"\n'
 
@@ -29,17 +29,6 @@ def _free_low() -> int:
         if low + 100 <= 65535:
             return low
     raise AssertionError("no free port")
-
-
-def _refused(port: int, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        except ConnectionRefusedError:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_host_ports_listen_while_the_sandbox_lives_and_a_held_port_is_reported() -> None:
@@ -68,7 +57,7 @@ def test_host_ports_listen_while_the_sandbox_lives_and_a_held_port_is_reported()
             assert reports == [f"cannot listen on host port 127.0.0.1:{low + 1}: Address already in use; retrying"]
             assert listeners.ports() == {low: PublishedPort(sb, 44772)}
             clock.advance(60)  # the timeout passes; no request comes
-            assert _refused(low)
+            assert refused(low)
             assert listeners.ports() == {}
     finally:
         listeners.close()

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from pathlib import Path
 
 import httpx
 from opensandbox import Sandbox
 from opensandbox.config import ConnectionConfig
 
-from tests.serving import served_opensandbox
+from tests.serving import refused, served_opensandbox
 
 KEY = "bridge-key"
 
@@ -36,18 +35,6 @@ def _free_range() -> int:
                 continue
         return low
     raise AssertionError("no two free adjacent ports")
-
-
-def _refused(port: int, within: float = 10.0) -> bool:
-    """Tell whether connections to ``port`` are refused, once the listener had ``within`` seconds to stop."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        except ConnectionRefusedError:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_bridge_host_ports_serve_the_sandbox_until_it_is_deleted(tmp_path: Path) -> None:
@@ -78,4 +65,4 @@ def test_bridge_host_ports_serve_the_sandbox_until_it_is_deleted(tmp_path: Path)
             return sb.id
 
         asyncio.run(flow())
-        assert _refused(low) and _refused(low + 1)
+        assert refused(low) and refused(low + 1)

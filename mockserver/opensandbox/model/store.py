@@ -234,29 +234,28 @@ class OpenSandboxState:
 
     def pause(self, tenant: str, sandbox_id: str) -> None:
         """Pause a running sandbox; 409 otherwise."""
-        with self.lock:
-            sb = self.find(sandbox_id, tenant)
-            if sb.state != "Running":
-                if self.profile.name == "docker":
-                    raise ApiError(409, "DOCKER::SANDBOX_NOT_RUNNING", "Sandbox is not in a running state.")
-                raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
-            if "pause" in sb.stall_next:
-                self._stall(sb, "Pausing", "Paused", sb.stall_next.pop("pause"))
-                return
-            self._transition(sb, "Pausing", "Paused", self.profile.pause_seconds, sb.fail_next.pop("pause", None))
+        self._move(tenant, sandbox_id, "pause", "Running", "Pausing", "Paused", self.profile.pause_seconds)
 
     def resume(self, tenant: str, sandbox_id: str) -> None:
         """Resume a paused sandbox; 409 otherwise."""
+        self._move(tenant, sandbox_id, "resume", "Paused", "Resuming", "Running", self.profile.resume_seconds)
+
+    def _move(self, tenant: str, sandbox_id: str, op: str, needs: str, via: str, target: str, seconds: float) -> None:
+        """Start ``op`` (pause or resume) of a sandbox in state ``needs`` through ``via`` to ``target``; 409 in any
+        other state (Docker's code and message, else Kubernetes'); an armed stall or failure of ``op`` applies."""
         with self.lock:
             sb = self.find(sandbox_id, tenant)
-            if sb.state != "Paused":
+            if sb.state != needs:
                 if self.profile.name == "docker":
-                    raise ApiError(409, "DOCKER::SANDBOX_NOT_PAUSED", "Sandbox is not in a paused state.")
+                    docker_state = "RUNNING" if needs == "Running" else "PAUSED"
+                    raise ApiError(
+                        409, f"DOCKER::SANDBOX_NOT_{docker_state}", f"Sandbox is not in a {needs.lower()} state."
+                    )
                 raise ApiError(409, "KUBERNETES::INVALID_STATE", f"Sandbox is {sb.state}")
-            if "resume" in sb.stall_next:
-                self._stall(sb, "Resuming", "Running", sb.stall_next.pop("resume"))
+            if op in sb.stall_next:
+                self._stall(sb, via, target, sb.stall_next.pop(op))
                 return
-            self._transition(sb, "Resuming", "Running", self.profile.resume_seconds, sb.fail_next.pop("resume", None))
+            self._transition(sb, via, target, seconds, sb.fail_next.pop(op, None))
 
     def _transition(
         self, sb: SandboxRecord, via: str, target: str, seconds: float, failure: tuple[str, str] | None = None

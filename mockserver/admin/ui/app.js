@@ -509,10 +509,10 @@ function start() {
     $(id).addEventListener("change", filtersChanged);
   }
   showActionFields();
-  Promise.allSettled([loadCatalogue(), refreshDns()]).then(() => {
+  // Ready once the page has shown everything once: the catalogue, DNS and the first poll (provider, sandboxes).
+  Promise.allSettled([loadCatalogue(), refreshDns(), poll()]).then(() => {
     document.body.dataset.ready = "1";
   });
-  poll();
   setInterval(poll, POLL_MS);
   setInterval(() => refreshDns().catch(() => {}), 5 * POLL_MS);
 }

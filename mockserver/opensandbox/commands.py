@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import collections
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +94,39 @@ def emulator_runner(sb: SandboxRecord, gate: PolicyGate, http: HttpTable | None 
     return CommandEmulator(sb.fs, gate=gate, http=http or HttpTable())
 
 
+class _Events:
+    """The events of one command for its one reader: a deque, and a future the reader waits on when it is empty.
+
+    Lighter than :class:`asyncio.Queue` (no getter list, no put side to wake): the command's task appends on the
+    loop, and the SSE stream takes what is there without a wait between two queued events.
+    """
+
+    def __init__(self) -> None:
+        self.items: collections.deque[Any] = collections.deque()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Any) -> None:
+        """Queue ``item`` and wake the reader."""
+        self.items.append(item)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def qsize(self) -> int:
+        """Return how many events wait to be read."""
+        return len(self.items)
+
+    async def get(self) -> Any:
+        """Return the next event, waiting for one if need be."""
+        while not self.items:
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        return self.items.popleft()
+
+
 class EventQueue:
     """A command's execd events for its foreground SSE stream: queued while it runs, then an end marker.
 
@@ -100,7 +134,7 @@ class EventQueue:
     """
 
     def __init__(self, stream: bool) -> None:
-        self.queue: asyncio.Queue[Any] | None = asyncio.Queue() if stream else None
+        self.queue: _Events | None = _Events() if stream else None
 
     def _emit(self, event: dict[str, Any]) -> None:
         if self.queue is not None:

@@ -13,7 +13,8 @@ fixed when the walk starts, and time spent sleeping and time spent waiting on st
 when it starts, so one clock advance that crosses it releases it at once (a ``manual`` clock never has to be
 advanced twice). An optional :class:`Tick` is called each ``every`` seconds of virtual time slept, once per
 wake-up however far the clock jumped (OpenSandbox's ``ping``). The walker yields to the event loop between
-steps, so a command that writes without sleeping cannot starve the server.
+steps, so a command that writes without sleeping cannot starve the server; it does so before each step
+but the first (not after the last), so a command of one output and its exit runs in one turn of the loop.
 """
 
 from __future__ import annotations
@@ -73,7 +74,12 @@ async def walk(
     started = clock.now()
     deadline = None if timeout is None else started + timeout
     next_tick = None if tick is None else started + tick.every
+    first = True
     for step in steps:
+        if first:
+            first = False
+        elif not isinstance(step, Exit):
+            await asyncio.sleep(0)
         if isinstance(step, Output):
             output(step)
         elif isinstance(step, Sleep):
@@ -92,7 +98,6 @@ async def walk(
                 return Ended(None)
         elif isinstance(step, Exit):
             return Ended(step.code, step.shell)
-        await asyncio.sleep(0)
     return Ended(0)
 
 

@@ -27,6 +27,15 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
 
 
+def _last(scope: Scope, name: bytes) -> str | None:
+    """Return the last value of header ``name`` (lower case), as :func:`_headers` keeps it."""
+    found = None
+    for key, value in scope.get("headers") or []:
+        if key.lower() == name:
+            found = value
+    return None if found is None else bytes(found).decode("latin-1")
+
+
 class RequestGate:
     """Stamp ``X-Request-ID`` on every HTTP answer, apply CORS and authenticate lifecycle requests by API key.
 
@@ -74,18 +83,20 @@ class RequestGate:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
         if scope["type"] == "websocket":
-            denied = self._admit(scope, headers)
+            denied = self._admit(scope, _headers(scope))
             if denied is not None:
                 await send({"type": "websocket.close", "code": close_code(denied), "reason": denied.code})
                 return
             await self.app(scope, receive, send)
             return
-        request_id = (headers.get("x-request-id") or "").strip() or self.new_id()
         lifecycle = is_lifecycle_path(str(scope.get("path", "")))
+        # Off the lifecycle paths only the request id is read (nothing to admit, no CORS).
+        headers = _headers(scope) if lifecycle else None
+        sent_id = headers.get("x-request-id") if headers is not None else _last(scope, b"x-request-id")
+        request_id = (sent_id or "").strip() or self.new_id()
         # Without an Origin, CORS only adds ``Vary: Origin``: done here, without the CORS layer's send wrapper.
-        vary = lifecycle and "origin" not in headers
+        vary = headers is not None and "origin" not in headers
 
         async def stamped(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -98,7 +109,9 @@ class RequestGate:
                 message = {**message, "headers": sent}
             await send(message)
 
-        if lifecycle and not vary:
+        if headers is None:
+            await self.app(scope, receive, stamped)  # not the lifecycle server's: nothing to admit
+        elif not vary:
             await self.cors(scope, receive, stamped)
         else:
             await self._pass(scope, receive, stamped, headers)

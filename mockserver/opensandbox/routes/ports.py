@@ -68,12 +68,18 @@ class PortContext:
     user_port: Callable[[SandboxRecord, int], ASGIApp] | None = None
 
 
-def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.lower().encode("latin-1")
+#: The credential headers the gate reads (lower case, as ASGI servers send names).
+_CREDENTIALS = tuple(h.lower().encode("latin-1") for h in (API_KEY_HEADER, SECURE_ACCESS_HEADER, EXECD_TOKEN_HEADER))
+
+
+def _credentials(scope: Scope) -> dict[bytes, str]:
+    """Return the first value of each credential header the request carries, in one pass over its headers."""
+    found: dict[bytes, str] = {}
     for key, value in scope.get("headers") or []:
-        if key.lower() == wanted:
-            return bytes(value).decode("latin-1")
-    return None
+        name = key.lower()
+        if name in _CREDENTIALS and name not in found:
+            found[name] = bytes(value).decode("latin-1")
+    return found
 
 
 class PortDispatcher:
@@ -98,14 +104,16 @@ class PortDispatcher:
             if self.via_proxy and scope["method"] not in PROXY_METHODS:
                 raise HTTPException(status_code=405, headers={"Allow": ", ".join(sorted(PROXY_METHODS))})
         tenant = state.get(TENANT_KEY)
+        api_key, access_token, execd_token = _CREDENTIALS
+        sent = _credentials(scope)
         call = PortCall(
             sandbox_id,
             port,
             self.via_proxy,
             tenant=tenant if isinstance(tenant, str) else None,
-            api_key=_header(scope, API_KEY_HEADER),
-            access_token=_header(scope, SECURE_ACCESS_HEADER),
-            execd_token=_header(scope, EXECD_TOKEN_HEADER),
+            api_key=sent.get(api_key),
+            access_token=sent.get(access_token),
+            execd_token=sent.get(execd_token),
         )
         try:
             sb = admit_port(self.ctx.state, self.ctx.config, call)

@@ -350,11 +350,22 @@ class FileSystem:
 
     def is_dir(self, path: str) -> bool:
         """Return whether `path` names an existing directory."""
-        return self.exists(path) and self.stat(path).is_dir
+        info = self._stat_or_none(path)
+        return info is not None and info.is_dir
 
     def is_file(self, path: str) -> bool:
         """Return whether `path` names something that exists and is not a directory."""
-        return self.exists(path) and not self.stat(path).is_dir
+        info = self._stat_or_none(path)
+        return info is not None and not info.is_dir
+
+    def _stat_or_none(self, path: str) -> FileInfo | None:
+        """Return :meth:`stat` of `path`, None when it does not exist (an ``invalid_path`` refusal is raised)."""
+        try:
+            return self.stat(path)
+        except FsError as exc:
+            if exc.code == "invalid_path":
+                raise
+            return None
 
     def read(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         """Return up to `limit` bytes of the file at `path` starting at `offset`."""

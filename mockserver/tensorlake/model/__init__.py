@@ -8,7 +8,7 @@
 * :mod:`.auth` - bearer keys, the accepted key set, tenants, session cookies;
 * :mod:`.urls` - ``sandbox_url`` and ``ingress_endpoint`` from the request's origin;
 * :mod:`.waits` - waits returned as decisions (:class:`Settle`), the SDK's request budget;
-* :mod:`.lifecycle` - :class:`LifecycleApi`: one function per lifecycle route, answers as plain dicts;
+* :mod:`.lifecycle` - the lifecycle operations: one function per lifecycle route, answers as plain dicts;
 * :mod:`.ingress` - :class:`IngressRules`: the sandbox proxy's routing, admission and forwarded headers;
 * :mod:`.daemon` and :mod:`.management` - the in-sandbox daemon's state and the management API's rules;
 * :mod:`.admin` - the ``/_mock/tensorlake`` verbs (timings, sessions, create outcomes, API keys);
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .daemon import CommandSpec, Daemon, ProcessRecord
     from .gate import TensorLakeGate
     from .ingress import Admission, IngressRules, ProxyRequest, Target
-    from .lifecycle import Answer, Call, LifecycleApi
+    from .lifecycle import Answer, Call
     from .operations import TensorLakeModel
     from .records import Sandbox, Session, Snapshot
     from .store import CreateOutcome, Timings
@@ -47,7 +47,6 @@ _HOMES = {
     "Daemon": ".daemon",
     "IngressRules": ".ingress",
     "KeyRing": ".auth",
-    "LifecycleApi": ".lifecycle",
     "MANAGEMENT_PORT": ".validate",
     "Origin": ".urls",
     "ProcessRecord": ".daemon",
@@ -76,7 +75,6 @@ __all__ = [
     "Daemon",
     "IngressRules",
     "KeyRing",
-    "LifecycleApi",
     "Origin",
     "ProcessRecord",
     "ProxyRequest",

@@ -220,9 +220,9 @@ class TensorLakeMock(HttpMock):
 
     def management_app(self) -> ASGIApp:
         """Return the in-sandbox management API's app."""
-        from .routes.management import ManagementApi, ManagementContext
+        from .routes.management import ManagementContext, management_app
 
-        return ManagementApi(ManagementContext(self.model, self.runtime, self.clock)).app
+        return management_app(ManagementContext(self.model, self.runtime, self.clock))
 
     def front_door(self, fallback: ASGIApp) -> ASGIApp:
         """Return the sandbox proxy in front of ``fallback``; the management API is built on its first request."""

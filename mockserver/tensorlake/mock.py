@@ -44,7 +44,7 @@ from mockserver.service import HttpMock
 from .model import admin
 from .model.admin import DEFAULT_ORGANIZATION, DEFAULT_PROJECT
 from .model.auth import KeyRing
-from .model.gate import TensorLakeGate
+from .model.egress import TensorLakeGate
 from .model.ingress import IngressRules
 from .model.operations import TensorLakeModel
 from .model.records import Sandbox

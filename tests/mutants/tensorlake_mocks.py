@@ -31,7 +31,7 @@ from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, ProxyR
 from mockserver.tensorlake.model.auth import bearer_key
 from mockserver.tensorlake.model.bodies import CreateBody, UpdateBody
 from mockserver.tensorlake.model.records import Sandbox, owner_id
-from mockserver.tensorlake.model.validate import conflict
+from mockserver.tensorlake.model.validation import conflict
 from mockserver.tensorlake.routes import lifecycle as lifecycle_routes
 from mockserver.tensorlake.routes.lifecycle import LifecycleContext
 from tests.mutants.asgi_body import read_request

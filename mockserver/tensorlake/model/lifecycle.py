@@ -1,6 +1,6 @@
 """The lifecycle operations: the model, one :class:`Call` and a parsed body in, one :class:`Answer` (or a wait) out.
 
-Each function is what one lifecycle route does, without HTTP: parse the call's query and body (:mod:`.validate`),
+Each function is what one lifecycle route does, without HTTP: parse the call's query and body (:mod:`.validation`),
 apply it to the :class:`~.operations.TensorLakeModel` for the call's tenant, and return the status and JSON body
 of the answer. A refusal raises :class:`~mockserver.core.errors.ApiError`. The call arrives authenticated: its
 :class:`~.auth.Tenant` is what :func:`.auth.tenant_of` made of its key and namespace, applied once per request
@@ -30,7 +30,7 @@ from .operations import TensorLakeModel
 from .records import ROUTING_HINT, Sandbox
 from .store import CreateOutcome
 from .urls import Origin, endpoints
-from .validate import bad, int_query, parse_create, parse_snapshot_type
+from .validation import bad, int_query, parse_create, parse_snapshot_type
 from .waits import Settle, request_budget
 
 __all__ = [

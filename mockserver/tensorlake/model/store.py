@@ -50,7 +50,7 @@ from mockserver.sandbox.filesystem import FileSystem
 from .auth import KeyRing
 from .records import Sandbox, Session, Snapshot
 from .urls import DEFAULT_INGRESS_DOMAIN
-from .validate import not_found
+from .validation import not_found
 
 if TYPE_CHECKING:
     from .daemon import Daemon

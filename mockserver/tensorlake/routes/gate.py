@@ -53,5 +53,5 @@ class RequestGate:
                 await error_response(refusal)(scope, receive, send)
                 return
             notes(scope).tenant = tenant.label()
-            scope["state"][TENANT_KEY] = tenant
+            scope.setdefault("state", {})[TENANT_KEY] = tenant
         await self.app(scope, receive, send)

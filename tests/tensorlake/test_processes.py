@@ -14,7 +14,7 @@ from mockserver.tensorlake.processes import EmulatorRuntime
 
 def setup() -> tuple[TensorLakeModel, EmulatorRuntime, Sandbox]:
     """Return a model with one sandbox and an emulator runtime on an auto clock."""
-    from mockserver.tensorlake.model.validate import parse_create
+    from mockserver.tensorlake.model.validation import parse_create
 
     clock = VirtualClock("auto")
     model = TensorLakeModel(clock, IdFactory(3), DnsTable().resolve)

@@ -163,3 +163,24 @@ def test_a_jump_over_many_intervals_ticks_once() -> None:
     walking = walk(_steps(Sleep(10), Exit(0)), clock, timeout=None, output=_ignore, tick=tick)
     assert _released(clock, walking, 100) == Ended(0)
     assert len(ticks) == 1
+
+
+def _turns(steps: Iterator[Step]) -> tuple[int, Ended]:
+    """Drive a walk by hand; return how many times it yielded to the loop, and how it ended."""
+    walking = walk(steps, VirtualClock("auto"), timeout=None, output=_ignore)
+    turns = 0
+    try:
+        while True:
+            walking.send(None)
+            turns += 1
+    except StopIteration as stop:
+        return turns, stop.value
+
+
+def test_one_output_and_its_exit_run_in_one_turn_of_the_loop() -> None:
+    assert _turns(_steps(out(b"hi\n"), Exit(0))) == (0, Ended(0))
+
+
+def test_the_walker_yields_between_steps_so_a_writer_cannot_starve_the_loop() -> None:
+    turns, ended = _turns(_steps(*(out(b"x") for _ in range(5)), Exit(3)))
+    assert (turns, ended) == (4, Ended(3))

@@ -47,7 +47,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from contracts._bulk import canonical_entries
 from contracts._cidr import CidrIndex, is_ipv4_shaped, parse_ipv4, parse_ipv4_network
 from contracts._domains import DomainIndex, normalize_domain, normalize_query_host
 from contracts.errors import PolicyError
@@ -185,6 +184,8 @@ def _normalize_entries(value: object, where: ListName) -> tuple[tuple[str, ...],
     """Return the canonical entries, with their indexes when a long, already canonical list gave them at once."""
     if isinstance(value, str) or not isinstance(value, list | tuple):
         raise PolicyError(INVALID_TYPE, f"{where} must be a list of strings, got {type(value).__name__}")
+    from contracts._bulk import canonical_entries  # loaded with the first policy, not with the mocks
+
     bulk = canonical_entries(value, where)
     if bulk is not None:
         entries, domains, networks = bulk

@@ -37,12 +37,13 @@ def populate(provider: str, count: int) -> Any:
     """Return a mock of ``provider`` holding ``count`` sandboxes of the bench key's tenant."""
     if provider == "tensorlake":
         from mockserver.tensorlake import TensorLakeMock
-        from mockserver.tensorlake.model.lifecycle import Call
+        from mockserver.tensorlake.model import lifecycle as tl_lifecycle
+        from mockserver.tensorlake.model.auth import tenant_of
 
         tl = TensorLakeMock(seed=1, api_keys=None)
-        call = Call(authorization=f"Bearer {API_KEY}")
+        call = tl_lifecycle.Call(tenant_of(f"Bearer {API_KEY}", "default", tl.model.keys))
         for i in range(count):
-            tl.lifecycle.create(call, {"name": f"sb{i}", "wait": False})
+            tl_lifecycle.create(tl.model, call, {"name": f"sb{i}", "wait": False})
         return tl
     from mockserver.opensandbox import OpenSandboxMock
     from mockserver.opensandbox.model import lifecycle

@@ -54,7 +54,7 @@ def _names(entries: Sequence[str]) -> list[str]:
 def denied_destinations(mock: Any, sandbox_id: str) -> tuple[list[str], object]:
     """Return the destinations the sandbox's policy now denies (by the mock model's own rules) and that policy."""
     if mock.provider == "tensorlake":
-        from mockserver.tensorlake.model.gate import connect_decision, dns_decision
+        from mockserver.tensorlake.model.egress import connect_decision, dns_decision
 
         record = mock.model.sandboxes.get(sandbox_id)
         if record is None:

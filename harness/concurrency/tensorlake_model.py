@@ -27,7 +27,7 @@ from harness.concurrency.workload import ABSENT
 from mockserver.core import IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FileSystem
 from mockserver.tensorlake.model.operations import TensorLakeModel
-from mockserver.tensorlake.model.validate import parse_create
+from mockserver.tensorlake.model.validation import parse_create
 
 __all__ = ["TensorLakeSpec", "list_view", "output_of"]
 

@@ -73,4 +73,5 @@ def _dispatch(handlers: dict[str, Endpoint]) -> Endpoint:
     async def call(request: Request) -> Response:
         return await handlers["GET" if request.method == "HEAD" else request.method](request)
 
+    call.__name__ = call.__qualname__ = "_or_".join(h.__name__ for h in handlers.values())
     return call

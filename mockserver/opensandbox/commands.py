@@ -7,8 +7,9 @@ sandbox's :class:`~mockserver.runtime.emulator.Runner` (the shared emulator, bou
 :func:`emulator_runner`) is kept by the runtime's :class:`~mockserver.runtime.emulator.EmulatorBackend`, and
 each command is an :class:`Execution` task.
 
-Each command runs as an asyncio task that walks the emulator's steps, honours ``Sleep`` on the
-virtual clock, kills the command when its ``timeout`` (ms) runs out and pushes execd events into a
+Each command runs as an asyncio task that walks the emulator's steps with the runtime's one walker
+(:func:`~mockserver.runtime.walk.walk`): ``Sleep`` on the virtual clock, the command killed when its
+``timeout`` (ms, counted from its start) runs out; it pushes execd events into a
 queue the foreground SSE stream drains. Background commands have no reader: their output goes to
 the combined log only.
 
@@ -33,8 +34,9 @@ from typing import Any
 from mockserver.core import DnsTable, IdFactory, VirtualClock
 from mockserver.runtime import EMULATOR, Capabilities
 from mockserver.runtime.emulator import EmulatorBackend, Runner
+from mockserver.runtime.walk import Tick, walk
 from mockserver.sandbox.network import HttpTable
-from mockserver.sandbox.steps import Exit, Output, ShellEnd, Sleep
+from mockserver.sandbox.steps import Output, ShellEnd
 
 from .execution import RunningCommand
 from .model import execd
@@ -157,7 +159,7 @@ class Execution(EventQueue):
         rec = self.record
         started = self.clock.now()
         try:
-            code = await self._walk(started)
+            code = await self._walk()
         except asyncio.CancelledError:
             rec.finish(-1, rec.stop_reason, self.clock.now())
             self._emit(error_event("-1", rec.stop_reason, self.clock.now_ms()))
@@ -180,41 +182,31 @@ class Execution(EventQueue):
             self._end_events()
             self.done.set()
 
-    async def _walk(self, started: float) -> int | None:
-        """Run the steps; return the exit code, or None when the timeout killed the command.
+    async def _walk(self) -> int | None:
+        """Walk the steps (:func:`~mockserver.runtime.walk.walk`); return the exit code, or None when the timeout killed it.
 
-        A ``Sleep`` ends at a virtual deadline fixed when it starts, so one clock advance that crosses the
-        deadline releases it at once (a ``manual`` clock never has to be advanced twice); a ping goes out each
+        Output becomes ``stdout``/``stderr`` events (a session's, bare lines); a ``ping`` goes out each
         :data:`PING_INTERVAL` of virtual time slept, one per wake-up however far the clock jumped.
         """
-        next_ping = started + PING_INTERVAL
-        killed_at = None if self.timeout is None else started + self.timeout
         command: str | Sequence[str] = self.argv if self.argv else self.record.content
-        for step in self.runner.run(command, env=self.env, cwd=self.cwd):
-            if isinstance(step, Output):
-                self.record.output.extend(step.data)
-                if self._lines is not None:
-                    for line in self._lines.take(step.data):
-                        self._emit({"type": "stdout", "text": line, "timestamp": self.clock.now_ms()})
-                    continue
-                text = step.data.decode("utf-8", "replace")
-                self._emit({"type": step.stream, "text": text, "timestamp": self.clock.now_ms()})
-            elif isinstance(step, Sleep):
-                end = self.clock.now() + step.seconds
-                while (now := self.clock.now()) < end:
-                    if killed_at is not None and now >= killed_at:
-                        return None
-                    wake = min(end, next_ping, end if killed_at is None else killed_at)
-                    await self.clock.async_sleep(wake - now)
-                    if self.clock.now() >= next_ping:
-                        next_ping = self.clock.now() + PING_INTERVAL
-                        self._emit({"type": "ping", "text": "pong", "timestamp": self.clock.now_ms()})
-            elif isinstance(step, Exit):
-                self._end_session(step.shell)
-                return step.code
-            await asyncio.sleep(0)
-        self._end_session(None)
-        return 0
+        steps = self.runner.run(command, env=self.env, cwd=self.cwd)
+        ping = Tick(
+            PING_INTERVAL, lambda: self._emit({"type": "ping", "text": "pong", "timestamp": self.clock.now_ms()})
+        )
+        ended = await walk(steps, self.clock, timeout=self.timeout, output=self._output, tick=ping)
+        if ended.code is not None:
+            self._end_session(ended.shell)
+        return ended.code
+
+    def _output(self, step: Output) -> None:
+        """Record a step's output and send it as events."""
+        self.record.output.extend(step.data)
+        if self._lines is not None:
+            for line in self._lines.take(step.data):
+                self._emit({"type": "stdout", "text": line, "timestamp": self.clock.now_ms()})
+            return
+        text = step.data.decode("utf-8", "replace")
+        self._emit({"type": step.stream, "text": text, "timestamp": self.clock.now_ms()})
 
     def _end_session(self, end: ShellEnd | None) -> None:
         """Send a session run's last partial line, and hand the session where its shell ended."""

@@ -9,6 +9,8 @@ records and wire events; it never walks the emulator's steps or a real process's
   that cannot start ends with.
 * :mod:`.emulator`: the command emulator (:mod:`mockserver.sandbox`) as a runtime: one
   :class:`~.emulator.Runner` per sandbox, no terminals, no ports.
+* :mod:`.walk`: the one walker of the emulator's steps on the virtual clock (output, sleeps, stdin waits, a
+  timeout deadline fixed at the start, periodic ticks) both providers' emulator runtimes use.
 * :mod:`.linux`: real processes in Linux namespaces (:mod:`mockserver.linux`) as a runtime: the one relay
   loop from a real process's events to the runtime's, terminals, ports and the shell execd picks.
 

@@ -30,7 +30,20 @@ from .shell import (
 )
 from .shell import AndOr as AndOrNode
 from .specials import MAX_DEPTH, SHELL_ONLY, SHELLS, ShellExit, SpecialBuiltins, Status
-from .steps import Completed, Exit, Handler, Invocation, Output, ShellEnd, Sleep, Step, Stream, WaitStdin, err
+from .steps import (
+    Completed,
+    Exit,
+    Handler,
+    Invocation,
+    Output,
+    ShellEnd,
+    Sleep,
+    Step,
+    Stream,
+    WaitStdin,
+    err,
+    sleep_end,
+)
 
 BIN_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"})
 _PATHABLE_SPECIALS = frozenset({"which", "env", "timeout"}) | SHELLS
@@ -164,9 +177,9 @@ class CommandEmulator(SpecialBuiltins):
                 if isinstance(step, Output):
                     (stdout if step.stream == "stdout" else stderr).extend(step.data)
                 elif isinstance(step, Sleep):
-                    if timeout is not None and slept + step.seconds > timeout:
-                        return Completed(bytes(stdout), bytes(stderr), 124, timeout, timed_out=True)
-                    slept += step.seconds
+                    slept, killed = sleep_end(slept, step.seconds, timeout)
+                    if killed:
+                        return Completed(bytes(stdout), bytes(stderr), 124, slept, timed_out=True)
                 elif isinstance(step, WaitStdin):
                     step.pipe.closed = True  # nothing writes to it while a command runs to completion
                 else:

@@ -112,6 +112,20 @@ def stream_stdin(stdin: bytes) -> Iterator[Step]:
         yield WaitStdin(pipe, sent)
 
 
+def sleep_end(now: float, seconds: float, deadline: float | None) -> tuple[float, bool]:
+    """Return when a ``Sleep(seconds)`` begun at ``now`` ends, and whether a timeout at ``deadline`` kills it there.
+
+    The one timeout rule of every step walker: a command's deadline is fixed when it starts (a real process is
+    killed after the wall time since its start, whatever it was doing), a sleep that would end past it ends at the
+    deadline (at once, if the deadline has already gone by) and the command is killed; one that ends on or
+    before it runs whole.
+    """
+    end = now + seconds
+    if deadline is not None and end > deadline:
+        return max(now, deadline), True
+    return end, False
+
+
 @dataclass(frozen=True)
 class Completed:
     """Collect the result of running a command to completion."""

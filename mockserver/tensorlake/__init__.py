@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from mockserver.core.environment import DEFAULT_API_KEY
 
     from .mock import DEFAULT_INGRESS_DOMAIN, DEFAULT_PORT, TensorLakeMock, sdk_env
-    from .model.gate import TensorLakeGate
+    from .model.egress import TensorLakeGate
     from .model.store import Timings
 
 __all__ = [
@@ -32,7 +32,7 @@ _HOMES = {
     "DEFAULT_PORT": "mockserver.tensorlake.mock",
     "TensorLakeMock": "mockserver.tensorlake.mock",
     "sdk_env": "mockserver.tensorlake.mock",
-    "TensorLakeGate": "mockserver.tensorlake.model.gate",
+    "TensorLakeGate": "mockserver.tensorlake.model.egress",
     "Timings": "mockserver.tensorlake.model.store",
 }
 

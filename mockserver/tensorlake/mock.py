@@ -44,15 +44,16 @@ from mockserver.service import HttpMock
 from .model import admin
 from .model.admin import DEFAULT_ORGANIZATION, DEFAULT_PROJECT
 from .model.auth import KeyRing
-from .model.gate import TensorLakeGate
+from .model.egress import TensorLakeGate
 from .model.ingress import IngressRules
-from .model.lifecycle import LifecycleApi
 from .model.operations import TensorLakeModel
 from .model.records import Sandbox
 from .model.store import Timings
+from .model.urls import DEFAULT_INGRESS_DOMAIN
 from .routes.admin import AdminContext, admin_routes, new_session_token
 from .routes.common import CollapseSlashes
 from .routes.echo import sandbox_echo
+from .routes.gate import RequestGate
 from .routes.ingress import Ingress, IngressContext
 
 if TYPE_CHECKING:
@@ -71,7 +72,6 @@ RUNTIMES = ("emulator", "linux")
 RuntimeName = Literal["emulator", "linux"]
 
 DEFAULT_PORT = 8911
-DEFAULT_INGRESS_DOMAIN = "sandbox.localhost"
 
 
 def sdk_env(server_url: str, api_key: str = DEFAULT_API_KEY) -> dict[str, str]:
@@ -121,6 +121,7 @@ class TensorLakeMock(HttpMock):
         self.commands: dict[str, Handler] = {}
         self._port_apps: dict[tuple[str, int], ASGIApp] = {}
         self.model = self.new_model(KeyRing.of(api_keys))
+        self.model.domain = domain
         self.model.on_terminate = self._on_terminate
         self.capacity = capacity or Capacity()
         self.model.use_capacity(self.capacity)
@@ -136,7 +137,6 @@ class TensorLakeMock(HttpMock):
             self.linux.follow_clock(self.clock)
             self.model.filesystems = self.linux
             self.model.on_change = self.linux.reconcile
-        self.lifecycle = LifecycleApi(self.model, self.ingress_domain)
         self.ingress = IngressRules(self.model)
 
     @property
@@ -193,9 +193,9 @@ class TensorLakeMock(HttpMock):
     def routes(self) -> list[BaseRoute]:
         """Return the lifecycle routes (both trees); their module loads with them, on the first request past
         ``/_mock`` (see :meth:`build_app`)."""
-        from .routes.lifecycle import LifecycleContext, LifecycleRoutes
+        from .routes.lifecycle import LifecycleContext, lifecycle_routes
 
-        return LifecycleRoutes(LifecycleContext(self.lifecycle, self.clock)).routes()
+        return lifecycle_routes(LifecycleContext(self.model, self.clock))
 
     def sandbox_summaries(self) -> list[dict[str, Any]]:
         """Return every tenant's live sandboxes for the dashboard (see :func:`admin.sandbox_summaries`)."""
@@ -220,9 +220,9 @@ class TensorLakeMock(HttpMock):
 
     def management_app(self) -> ASGIApp:
         """Return the in-sandbox management API's app."""
-        from .routes.management import ManagementApi, ManagementContext
+        from .routes.management import ManagementContext, management_app
 
-        return ManagementApi(ManagementContext(self.model, self.runtime, self.clock)).app
+        return management_app(ManagementContext(self.model, self.runtime, self.clock))
 
     def front_door(self, fallback: ASGIApp) -> ASGIApp:
         """Return the sandbox proxy in front of ``fallback``; the management API is built on its first request."""
@@ -233,13 +233,14 @@ class TensorLakeMock(HttpMock):
         return Ingress(context, fallback)
 
     def build_app(self) -> ASGIApp:
-        """Put the sandbox proxy in front of the admin and lifecycle routes, all inside faults and journal.
+        """Put the sandbox proxy in front of the lifecycle gate (the API-key check, :mod:`.routes.gate`) and the
+        admin and lifecycle routes behind it, all inside faults and journal.
 
         The lifecycle routes are built when a request first goes past the admin routes (their order does not
         matter: every admin path is under ``/_mock``, where no lifecycle route reaches).
         """
         api = indexed_app(self.admin_routes(), self.exception_handlers(), later=self.routes)
-        return self.wrap(CollapseSlashes(self.front_door(api)))
+        return self.wrap(CollapseSlashes(self.front_door(RequestGate(api, self.model))))
 
     def emulator_for(self, sandbox: Sandbox) -> CommandEmulator:
         """Return a command emulator for ``sandbox`` whose network goes through its policy gate."""

@@ -6,7 +6,8 @@ executes). :class:`~.execution.ProcessRuntime` is the whole interface the routes
 
 * :class:`EmulatorRuntime` (the default) runs the shared command emulator
   (:class:`~mockserver.runtime.emulator.EmulatorBackend`) as asyncio tasks, its ``Sleep`` steps on the mock's
-  virtual clock and a run's ``timeout`` enforced on that clock. A process started with ``stdin_mode: "pipe"``
+  virtual clock and a run's ``timeout`` enforced on that clock from the process's start, time waiting on stdin
+  included (:func:`~mockserver.runtime.walk.walk`). A process started with ``stdin_mode: "pipe"``
   gets an open stdin: what is written is fed to the command that reads it (``cat`` echoes it as it comes;
   ``wc``, ``grep``, ``sh`` and the like read it all once it is closed), and such a command runs until stdin is
   closed. It has no terminals and no ports (:data:`~mockserver.runtime.EMULATOR`): PTY sessions and TCP
@@ -27,7 +28,8 @@ from typing import Any
 from mockserver.core.clock import VirtualClock
 from mockserver.runtime import EMULATOR, Capabilities, Terminal
 from mockserver.runtime.emulator import EmulatorBackend, Runner
-from mockserver.sandbox.steps import Exit, OpenStdin, Output, Sleep, StdinPipe, WaitStdin
+from mockserver.runtime.walk import walk
+from mockserver.sandbox.steps import OpenStdin, Output, StdinPipe, WaitStdin
 
 from .model.daemon import CommandSpec, Daemon, ProcessRecord, PtySpec
 from .model.records import Sandbox
@@ -122,30 +124,26 @@ class EmulatorRuntime(RecordedRuntime):
         self, sandbox: Sandbox, daemon: Daemon, proc: ProcessRecord, timeout: float | None, stdin: bytes
     ) -> None:
         emulator = self.backend.runner_for(sandbox)
-        elapsed = 0.0
         key = (daemon.sandbox_id, proc.pid)
         argv = [proc.command, *proc.args]
+
+        def output(step: Output) -> None:
+            daemon.write(proc, step.stream, step.data, self.clock.now())
+            self._notify(daemon, proc)
+
+        async def fed(step: WaitStdin) -> None:
+            changed = self._pipes[key][1]
+            while len(step.pipe.data) <= step.offset and not step.pipe.closed:
+                changed.clear()
+                await changed.wait()
+
         try:
-            for step in emulator.run(argv, env=proc.env, cwd=proc.working_dir or "/", stdin=stdin):
-                if isinstance(step, WaitStdin):
-                    changed = self._pipes[key][1]
-                    while len(step.pipe.data) <= step.offset and not step.pipe.closed:
-                        changed.clear()
-                        await changed.wait()
-                elif isinstance(step, Output):
-                    daemon.write(proc, step.stream, step.data, self.clock.now())
-                    self._notify(daemon, proc)
-                elif isinstance(step, Sleep):
-                    if timeout is not None and elapsed + step.seconds > timeout:
-                        await self.clock.async_sleep(max(0.0, timeout - elapsed))
-                        self._finish(daemon, proc, signal=9, reason="timed_out")
-                        return
-                    await self.clock.async_sleep(step.seconds)
-                    elapsed += step.seconds
-                elif isinstance(step, Exit):
-                    self._finish(daemon, proc, exit_code=step.code)
-                    return
-            self._finish(daemon, proc, exit_code=0)
+            steps = emulator.run(argv, env=proc.env, cwd=proc.working_dir or "/", stdin=stdin)
+            ended = await walk(steps, self.clock, timeout=timeout, output=output, stdin=fed)
+            if ended.code is None:
+                self._finish(daemon, proc, signal=9, reason="timed_out")
+            else:
+                self._finish(daemon, proc, exit_code=ended.code)
         except asyncio.CancelledError:
             self._finish(daemon, proc, signal=9, reason="signaled")
             raise

@@ -69,3 +69,5 @@ def test_an_endpoint_keeps_the_handlers_name_and_doc() -> None:
     route = bind(Context("hi"), ROWS, per_method=True)[0]
     assert route.name == "hello"  # type: ignore[attr-defined]
     assert route.endpoint.__doc__ == "Greet the path's name."  # type: ignore[attr-defined]
+    shared = bind(Context("hi"), ROWS, per_method=False)[0]
+    assert shared.name == "hello_or_gone"  # type: ignore[attr-defined]

@@ -1,7 +1,7 @@
 """Deliberately wrong TensorLake mocks: each must make ``harness.machines.tensorlake.machine`` fail.
 
 Every mutant is a :class:`TensorLakeMock` with one plausible defect, put in by swapping one part of the mock:
-its state model, its lifecycle API, its lifecycle routes, its proxy rules or its egress gate, or by wrapping its
+its state model, its lifecycle route table, its proxy rules or its egress gate, or by wrapping its
 ASGI app (:meth:`MutantMock.mutate`). The machine's oracle keeps the true model functions, so a mutant is caught
 only if the contracts see the defect. ``defect`` says what is wrong, ``caught_by`` names the operation group of
 :data:`harness.machines.tensorlake.machine.OPERATIONS` aimed at it and ``contract`` the tagged contract expected
@@ -24,14 +24,16 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contracts.tensorlake import Decision, NetworkConfig, PolicyError, decide_egress
+from mockserver.asgi.handlers import Row
 from mockserver.core.errors import ApiError
 from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
-from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, LifecycleApi, ProxyRequest, TensorLakeModel
+from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, ProxyRequest, TensorLakeModel
 from mockserver.tensorlake.model.auth import bearer_key
 from mockserver.tensorlake.model.bodies import CreateBody, UpdateBody
 from mockserver.tensorlake.model.records import Sandbox, owner_id
-from mockserver.tensorlake.model.validate import conflict
-from mockserver.tensorlake.routes.lifecycle import LifecycleContext, LifecycleRoutes
+from mockserver.tensorlake.model.validation import conflict
+from mockserver.tensorlake.routes import lifecycle as lifecycle_routes
+from mockserver.tensorlake.routes.lifecycle import LifecycleContext
 from tests.mutants.asgi_body import read_request
 from tests.mutants.naming import mutant_name, register_classes
 
@@ -47,14 +49,12 @@ class MutantMock(TensorLakeMock):
     contract: ClassVar[str] = ""
     choice: ClassVar[str] = ""
     model_class: ClassVar[type[TensorLakeModel]] = TensorLakeModel
-    lifecycle_class: ClassVar[type[LifecycleApi]] = LifecycleApi
-    routes_class: ClassVar[type[LifecycleRoutes]] = LifecycleRoutes
+    rows: ClassVar[tuple[Row[LifecycleContext], ...]] = lifecycle_routes.ROWS
     ingress_class: ClassVar[type[IngressRules]] = IngressRules
     gate_class: ClassVar[type[TensorLakeGate]] = TensorLakeGate
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.lifecycle = self.lifecycle_class(self.model, self.ingress_domain)
         self.ingress = self.ingress_class(self.model)
 
     def new_model(self, keys: KeyRing) -> TensorLakeModel:
@@ -67,7 +67,7 @@ class MutantMock(TensorLakeMock):
 
     def routes(self) -> list[BaseRoute]:
         """Return this mutant's lifecycle routes."""
-        return self.routes_class(LifecycleContext(self.lifecycle, self.clock)).routes()
+        return lifecycle_routes.lifecycle_routes(LifecycleContext(self.model, self.clock), self.rows)
 
     def mutate(self, app: ASGIApp) -> ASGIApp:
         """Wrap the fully built app (identity by default)."""
@@ -259,12 +259,16 @@ class NameKeptAfterDelete(MutantMock):
 # --- wrong routes -------------------------------------------------------------------------------------------
 
 
-class _SyncCreateRoutes(LifecycleRoutes):
-    async def create(self, request: Request) -> Response:
-        response = await super().create(request)
-        if response.status_code == 202:
-            response.status_code = 200
-        return response
+async def _sync_create(ctx: LifecycleContext, request: Request) -> Response:
+    response = await lifecycle_routes.create(ctx, request)
+    if response.status_code == 202:
+        response.status_code = 200
+    return response
+
+
+def _swap(handler: Any, by: Any) -> tuple[Row[LifecycleContext], ...]:
+    """Return the lifecycle route table with ``handler`` replaced by ``by``."""
+    return tuple(row._replace(handler=by) if row.handler is handler else row for row in lifecycle_routes.ROWS)
 
 
 class NoWaitCreate200(MutantMock):
@@ -273,7 +277,7 @@ class NoWaitCreate200(MutantMock):
     defect = "200 instead of 202 on a wait:false create"
     caught_by = "lifecycle"
     contract = "create_answer"
-    routes_class = _SyncCreateRoutes
+    rows = _swap(lifecycle_routes.create, _sync_create)
 
 
 # --- wrong proxies ------------------------------------------------------------------------------------------

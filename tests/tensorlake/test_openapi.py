@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from contracts.tensorlake import NetworkConfig, PolicyError
 from mockserver.tensorlake import TensorLakeMock
-from mockserver.tensorlake.model.validate import LIMITS
+from mockserver.tensorlake.model.validation import LIMITS
 
 DOC_PATH = Path(__file__).parents[2] / "mockserver" / "tensorlake" / "openapi.json"
 

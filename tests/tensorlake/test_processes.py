@@ -14,7 +14,7 @@ from mockserver.tensorlake.processes import EmulatorRuntime
 
 def setup() -> tuple[TensorLakeModel, EmulatorRuntime, Sandbox]:
     """Return a model with one sandbox and an emulator runtime on an auto clock."""
-    from mockserver.tensorlake.model.validate import parse_create
+    from mockserver.tensorlake.model.validation import parse_create
 
     clock = VirtualClock("auto")
     model = TensorLakeModel(clock, IdFactory(3), DnsTable().resolve)
@@ -53,6 +53,25 @@ def test_a_timeout_on_the_virtual_clock_ends_the_run() -> None:
 
     assert asyncio.run(scenario())[-1] == {"signal": 9, "reason": "timed_out"}
     assert model.clock.now() - start == 5.0
+
+
+def test_the_timeout_counts_the_time_a_process_waits_on_stdin() -> None:
+    model, runtime, sandbox = setup()
+    daemon = model.daemon_of(sandbox)
+    model.clock.set_mode("manual")
+
+    async def scenario() -> list[dict[str, Any]]:
+        proc = runtime.spawn(sandbox, daemon, CommandSpec("cat", stdin_pipe=True, timeout=5.0))
+        follower = asyncio.create_task(collect(runtime, daemon, proc, "output"))
+        await runtime.write_stdin(daemon, proc, b"hi\n")
+        await asyncio.sleep(0.02)
+        assert proc.running  # cat waits on its open stdin, without sleeping
+        model.clock.advance(5)
+        return await asyncio.wait_for(follower, 5)
+
+    events = asyncio.run(scenario())
+    assert [e.get("line") for e in events[:-1]] == ["hi"]
+    assert events[-1] == {"signal": 9, "reason": "timed_out"}
 
 
 def test_kill_and_close_end_running_processes() -> None:

@@ -1,6 +1,6 @@
 """The TensorLake API machine's oracle: the mock's own model functions, called the way the routes call them.
 
-Every prediction is one call of the function the mock's route or proxy calls (:class:`LifecycleApi`,
+Every prediction is one call of the function the mock's route or proxy calls (:mod:`~mockserver.tensorlake.model.lifecycle`,
 :class:`IngressRules`, :mod:`mockserver.tensorlake.model.admin`) on a model of the oracle's own; a refusal
 (:class:`ApiError`) becomes an expected status and code, an answer an expected normalised body. No rule is
 copied here, so a difference the machine reports is the target's, not the oracle's.
@@ -27,14 +27,15 @@ from mockserver.tensorlake.model import (
     Call,
     IngressRules,
     KeyRing,
-    LifecycleApi,
     ProxyRequest,
     Sandbox,
     Target,
     TensorLakeModel,
     admin,
+    lifecycle,
     without_waiting,
 )
+from mockserver.tensorlake.model.auth import tenant_of
 from mockserver.tensorlake.model.lifecycle import Answer, Outcome
 
 __all__ = ["NAMESPACE", "Oracle", "Proxied"]
@@ -71,14 +72,15 @@ class Oracle:
         self.key = key
         self.keys_known = keys is not None
         self.model = TensorLakeModel(clock, IdFactory(0), resolve, keys or KeyRing())
-        self.api = LifecycleApi(self.model, DOMAIN)
+        self.model.domain = DOMAIN
         self.ingress = IngressRules(self.model)
 
     # -- plumbing ------------------------------------------------------------------------------------------
 
     def call(self, **query: str) -> Call:
-        """Return a lifecycle call with the machine's key (and ``query``)."""
-        return Call(f"Bearer {self.key}", namespace=NAMESPACE, query={k: [v] for k, v in query.items()})
+        """Return a lifecycle call with the machine's key (and ``query``), authenticated as the mock's gate does."""
+        tenant = tenant_of(f"Bearer {self.key}", NAMESPACE, self.model.keys)
+        return Call(tenant, query={k: [v] for k, v in query.items()})
 
     def predict(self, outcome: Callable[[], Outcome]) -> Expected:
         """Return the prediction of one lifecycle call: its answer (waits followed at once, as a manual clock
@@ -102,7 +104,7 @@ class Oracle:
     def create(self, body: Json) -> tuple[Expected, Sandbox | None]:
         """Predict ``POST /sandboxes`` (the create response without its URLs) and return the model's record."""
         try:
-            found = without_waiting(self.api.create(self.call(), body))
+            found = without_waiting(lifecycle.create(self.model, self.call(), body))
         except ApiError as exc:
             return Expected.error(exc), None
         data = found.body if isinstance(found.body, dict) else {}
@@ -111,30 +113,30 @@ class Oracle:
 
     def get(self, ident: str) -> Expected:
         """Predict ``GET /sandboxes/{id-or-name}``."""
-        return self.predict(lambda: self.api.get(self.call(), ident))
+        return self.predict(lambda: lifecycle.get(self.model, self.call(), ident))
 
     def list(self) -> Expected:
         """Predict ``GET /sandboxes`` (the normalised items)."""
-        found = self.api.list_sandboxes(self.call())
+        found = lifecycle.list_sandboxes(self.model, self.call())
         return Expected(found.status, body=[normalise_info(item, str) for item in found.body["sandboxes"]])
 
     def patch(self, model_id: str, body: Any) -> Expected:
         """Predict ``PATCH /sandboxes/{id}``."""
-        return self.predict(lambda: self.api.patch(self.call(), model_id, body))
+        return self.predict(lambda: lifecycle.patch(self.model, self.call(), model_id, body))
 
     def delete(self, model_id: str) -> Expected:
         """Predict ``DELETE /sandboxes/{id}``."""
-        return self.predict(lambda: self.api.delete(self.call(), model_id))
+        return self.predict(lambda: lifecycle.delete(self.model, self.call(), model_id))
 
     def suspend(self, model_id: str, wait_ms: int | None = None) -> Expected:
         """Predict ``POST /sandboxes/{id}/suspend`` (``?wait_ms=`` when given)."""
         call = self.call() if wait_ms is None else self.call(wait_ms=str(wait_ms))
-        return self.predict(lambda: self.api.suspend(call, model_id))
+        return self.predict(lambda: lifecycle.suspend(self.model, call, model_id))
 
     def resume(self, model_id: str, wait_ms: int | None = None) -> Expected:
         """Predict ``POST /sandboxes/{id}/resume`` (``?wait_ms=`` when given)."""
         call = self.call() if wait_ms is None else self.call(wait_ms=str(wait_ms))
-        return self.predict(lambda: self.api.resume(call, model_id))
+        return self.predict(lambda: lifecycle.resume(self.model, call, model_id))
 
     # -- the proxy -----------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from contracts.tensorlake import NetworkConfig
 from mockserver.core import DnsTable
-from mockserver.tensorlake.model.gate import connect_decision, dns_decision
+from mockserver.tensorlake.model.egress import connect_decision, dns_decision
 
 __all__ = [
     "DNS_ENTRIES",
@@ -142,9 +142,9 @@ def expect_probe(
 ) -> ProbeExpectation:
     """Decide ``getent hosts HOST`` or ``curl -s http://HOST/`` with the mock's egress gate decisions.
 
-    DNS goes to ``resolver`` (:func:`~mockserver.tensorlake.model.gate.dns_decision`); curl connects to the
+    DNS goes to ``resolver`` (:func:`~mockserver.tensorlake.model.egress.dns_decision`); curl connects to the
     first address of the name (or the literal) and
-    :func:`~mockserver.tensorlake.model.gate.connect_decision` judges the name asked for and that address.
+    :func:`~mockserver.tensorlake.model.egress.connect_decision` judges the name asked for and that address.
     ``resolve`` is the DNS the sandbox sees; None when unknown (only certain blocks are then predicted).
     """
     dns_ok = dns_decision(policy, resolver).allowed

@@ -37,7 +37,7 @@ from harness.machines.tensorlake.probes import RunResult, expect_probe, parse_ss
 from harness.strength import Contract, choice, observed, spec
 from harness.strength.observations import capture, published
 from mockserver.tensorlake.model import MANAGEMENT_PORT
-from mockserver.tensorlake.model.gate import resolver_from
+from mockserver.tensorlake.model.egress import resolver_from
 from mockserver.tensorlake.model.records import STATUSES
 
 __all__ = ["CONTRACTS", "Steps", "framing_problem", "spelled_loosely"]

@@ -1,24 +1,22 @@
-"""The lifecycle server's diagnostics routes, under ``/v1`` and bare: call :mod:`..model.diagnostics`, render."""
+"""The lifecycle server's diagnostics routes, under ``/v1`` and bare: call :mod:`..model.diagnostics`, render.
+
+Each handler takes the state and the request; :data:`ROWS` lists them (one route per method, no HEAD, as the
+lifecycle routes)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute
 
+from mockserver.asgi.handlers import Row, bind
 from mockserver.asgi.middleware import notes
 
 from ..model import diagnostics
 from ..model.store import OpenSandboxState
-from .lifecycle import _route
 from .render import tenant_of
 
-__all__ = ["diagnostics_routes"]
-
-Handler = Callable[[OpenSandboxState, str, str, list[tuple[str, str]]], "diagnostics.Answer"]
+__all__ = ["ROWS", "diagnostics_routes"]
 
 
 def _render(answer: diagnostics.Answer) -> Response:
@@ -29,26 +27,49 @@ def _render(answer: diagnostics.Answer) -> Response:
     return JSONResponse(answer)
 
 
+def _sandbox_id(request: Request) -> str:
+    """Return the path's sandbox id, noted (with the tenant) for the journal."""
+    sandbox_id = str(request.path_params["sandbox_id"])
+    notes(request.scope).sandbox_id = sandbox_id
+    notes(request.scope).tenant = tenant_of(request)
+    return sandbox_id
+
+
+async def logs(state: OpenSandboxState, request: Request) -> Response:
+    """Return a sandbox's logs."""
+    sandbox_id = _sandbox_id(request)
+    return _render(diagnostics.logs(state, tenant_of(request), sandbox_id, request.query_params.multi_items()))
+
+
+async def inspect(state: OpenSandboxState, request: Request) -> Response:
+    """Return a sandbox's inspection."""
+    sandbox_id = _sandbox_id(request)
+    return _render(diagnostics.inspect(state, tenant_of(request), sandbox_id))
+
+
+async def events(state: OpenSandboxState, request: Request) -> Response:
+    """Return a sandbox's events."""
+    sandbox_id = _sandbox_id(request)
+    return _render(diagnostics.events(state, tenant_of(request), sandbox_id, request.query_params.multi_items()))
+
+
+async def summary(state: OpenSandboxState, request: Request) -> Response:
+    """Return a sandbox's diagnostic summary."""
+    sandbox_id = _sandbox_id(request)
+    return _render(diagnostics.summary(state, tenant_of(request), sandbox_id, request.query_params.multi_items()))
+
+
+_AT = "/sandboxes/{sandbox_id}/diagnostics"
+
+#: ``GET /sandboxes/{sandbox_id}/diagnostics/{logs,inspect,events,summary}``.
+ROWS: list[Row[OpenSandboxState]] = [
+    Row(f"{_AT}/logs", "GET", logs),
+    Row(f"{_AT}/inspect", "GET", inspect),
+    Row(f"{_AT}/events", "GET", events),
+    Row(f"{_AT}/summary", "GET", summary),
+]
+
+
 def diagnostics_routes(state: OpenSandboxState) -> list[BaseRoute]:
-    """Return ``GET /sandboxes/{sandbox_id}/diagnostics/{logs,events,inspect,summary}`` under ``/v1`` and bare."""
-    handlers: dict[str, Handler] = {
-        "logs": diagnostics.logs,
-        "inspect": lambda st, tenant, sid, query: diagnostics.inspect(st, tenant, sid),
-        "events": diagnostics.events,
-        "summary": diagnostics.summary,
-    }
-
-    def endpoint(handler: Handler) -> Callable[[Request], Any]:
-        async def serve(request: Request) -> Response:
-            sandbox_id = str(request.path_params["sandbox_id"])
-            notes(request.scope).sandbox_id = sandbox_id
-            notes(request.scope).tenant = tenant_of(request)
-            return _render(handler(state, tenant_of(request), sandbox_id, request.query_params.multi_items()))
-
-        return serve
-
-    return [
-        _route(f"{prefix}/sandboxes/{{sandbox_id}}/diagnostics/{name}", endpoint(handler), "GET")
-        for prefix in ("/v1", "")
-        for name, handler in handlers.items()
-    ]
+    """Return the diagnostics routes under ``/v1`` and bare."""
+    return bind(state, ROWS, per_method=True, prefixes=("/v1", ""))

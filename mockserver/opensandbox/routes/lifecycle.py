@@ -1,17 +1,20 @@
 """The lifecycle server's routes, served under ``/v1`` and bare: parse, call :mod:`..model.lifecycle`, render.
 
-Every route serves one method; HEAD is not served (405), as on the real server."""
+Each handler takes the :class:`LifecycleContext` and the request; :data:`ROWS` and :data:`SANDBOX_ROWS` list
+them in the real server's order and :func:`~mockserver.asgi.handlers.bind` makes one route per method of
+them. HEAD is not served (405), as on the real server, and a 405's ``Allow`` names the methods of the first
+route whose path matches, as on the real server."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
+from mockserver.asgi.handlers import Row, bind
 from mockserver.asgi.middleware import notes
 from mockserver.asgi.render import JsonBody
 
@@ -22,7 +25,7 @@ from ..model.config import ServerConfig
 from ..model.store import OpenSandboxState
 from .render import json_body, tenant_of
 
-__all__ = ["LifecycleContext", "lifecycle_routes"]
+__all__ = ["ROWS", "SANDBOX_ROWS", "LifecycleContext", "lifecycle_routes"]
 
 
 @dataclass(frozen=True)
@@ -42,148 +45,185 @@ def _sandbox_id(request: Request) -> str:
     return sandbox_id
 
 
+async def openapi_document(ctx: LifecycleContext, request: Request) -> Response:
+    """Return an OpenAPI document the server publishes (the lifecycle one unless the path names another)."""
+    name = request.path_params.get("name", "lifecycle")
+    if name not in openapi.DOCUMENTS:
+        return JSONResponse({"detail": "Not Found"}, status_code=404)
+    return JSONResponse(openapi.document(name))
+
+
+async def health(ctx: LifecycleContext, request: Request) -> Response:
+    """Return the server's health."""
+    return JSONResponse(lifecycle.health())
+
+
+async def version(ctx: LifecycleContext, request: Request) -> Response:
+    """Return the server's version."""
+    return JSONResponse(lifecycle.version())
+
+
+async def pools(ctx: LifecycleContext, request: Request) -> Response:
+    """Answer a pool call (the body model's 422, else the Docker runtime's 501)."""
+    body = await json_body(request) if request.method in ("POST", "PUT") else None
+    pools_model.pool_call(request.method, request.path_params.get("name"), body)
+
+
+async def templates(ctx: LifecycleContext, request: Request) -> Response:
+    """Answer a template call (the body model's 422, else the Docker runtime's 501)."""
+    body = await json_body(request) if request.method == "POST" else None
+    pools_model.template_call(request.method, body)
+
+
+async def metrics_event(ctx: LifecycleContext, request: Request) -> Response:
+    """Take a metrics event."""
+    lifecycle.metrics_event(ctx.state, await json_body(request))
+    return Response(status_code=204)
+
+
+async def create(ctx: LifecycleContext, request: Request) -> Response:
+    """Create a sandbox (202), noting its id, its tenant and the body's unknown fields."""
+    body = await json_body(request)
+    request_notes = notes(request.scope)
+    request_notes.tenant = tenant_of(request)
+    sb, answer = lifecycle.create_sandbox(ctx.state, tenant_of(request), body, ctx.config)
+    request_notes.unknown_fields.extend(sb.spec.unknown_fields)
+    request_notes.sandbox_id = sb.id
+    return JSONResponse(answer, status_code=202)
+
+
+async def list_sandboxes(ctx: LifecycleContext, request: Request) -> Response:
+    """Return a page of the caller's sandboxes."""
+    return JsonBody(lifecycle.list_sandboxes(ctx.state, tenant_of(request), request.query_params.multi_items()))
+
+
+async def get(ctx: LifecycleContext, request: Request) -> Response:
+    """Return one sandbox."""
+    return JsonBody(lifecycle.get_sandbox(ctx.state, tenant_of(request), _sandbox_id(request)))
+
+
+async def delete(ctx: LifecycleContext, request: Request) -> Response:
+    """Delete a sandbox (204)."""
+    lifecycle.delete_sandbox(ctx.state, tenant_of(request), _sandbox_id(request))
+    return Response(status_code=204)
+
+
+async def pause(ctx: LifecycleContext, request: Request) -> Response:
+    """Pause a sandbox (202)."""
+    lifecycle.pause_sandbox(ctx.state, tenant_of(request), _sandbox_id(request))
+    return Response(status_code=202)
+
+
+async def resume(ctx: LifecycleContext, request: Request) -> Response:
+    """Resume a sandbox (202)."""
+    lifecycle.resume_sandbox(ctx.state, tenant_of(request), _sandbox_id(request))
+    return Response(status_code=202)
+
+
+async def renew(ctx: LifecycleContext, request: Request) -> Response:
+    """Set a sandbox's expiration."""
+    body = await json_body(request)
+    return JSONResponse(lifecycle.renew_expiration(ctx.state, tenant_of(request), _sandbox_id(request), body))
+
+
+async def patch_metadata(ctx: LifecycleContext, request: Request) -> Response:
+    """Merge a patch into a sandbox's metadata."""
+    body = await json_body(request)
+    return JSONResponse(lifecycle.patch_metadata(ctx.state, tenant_of(request), _sandbox_id(request), body))
+
+
+async def create_snapshot(ctx: LifecycleContext, request: Request) -> Response:
+    """Start a snapshot of a sandbox (202, with its ``Location``)."""
+    body = await json_body(request, required=False)
+    seconds = ctx.config.snapshot_seconds
+    made = lifecycle.create_snapshot(ctx.state, tenant_of(request), _sandbox_id(request), body, seconds)
+    return JSONResponse(made.body, status_code=202, headers={"Location": made.location})
+
+
+async def list_snapshots(ctx: LifecycleContext, request: Request) -> Response:
+    """Return a page of the caller's snapshots."""
+    return JSONResponse(lifecycle.list_snapshots(ctx.state, tenant_of(request), request.query_params.multi_items()))
+
+
+async def get_snapshot(ctx: LifecycleContext, request: Request) -> Response:
+    """Return one snapshot."""
+    return JSONResponse(lifecycle.get_snapshot(ctx.state, tenant_of(request), request.path_params["snapshot_id"]))
+
+
+async def delete_snapshot(ctx: LifecycleContext, request: Request) -> Response:
+    """Delete a snapshot (204)."""
+    lifecycle.delete_snapshot(ctx.state, tenant_of(request), request.path_params["snapshot_id"])
+    return Response(status_code=204)
+
+
+async def endpoint(ctx: LifecycleContext, request: Request) -> Response:
+    """Return the endpoint of a sandbox's port."""
+    answer = endpoints.resolve_endpoint(
+        ctx.state,
+        ctx.config,
+        tenant_of(request),
+        _sandbox_id(request),
+        str(request.path_params["port"]),
+        request.query_params.multi_items(),
+        host=request.headers.get("host"),
+        path=request.url.path,
+    )
+    return JSONResponse(answer)
+
+
+async def network_policy(ctx: LifecycleContext, request: Request) -> Response:
+    """Read or change a sandbox's egress policy."""
+    body = None if request.method == "GET" else await json_body(request)
+    answer = egress.network_policy(
+        ctx.state, ctx.config, tenant_of(request), _sandbox_id(request), request.method, body
+    )
+    return JSONResponse(answer)
+
+
+Rows = list[Row[LifecycleContext]]
+_ONE = "/sandboxes/{sandbox_id}"
+
+#: The routes served once, at their own paths.
+ROWS: Rows = [
+    Row(openapi.SERVED_AT["lifecycle"], "GET", openapi_document),
+    Row("/openapi/{name}.json", "GET", openapi_document),
+    Row("/health", "GET", health),
+    Row("/version", "GET", version),
+    Row("/v1/metrics/events", "POST", metrics_event),
+]
+
+#: The routes served under ``/v1`` and bare, each set after the mount of its sandboxes' proxied ports.
+SANDBOX_ROWS: Rows = [
+    Row("/sandboxes", "POST", create),
+    Row("/sandboxes", "GET", list_sandboxes),
+    Row(_ONE, "GET", get),
+    Row(_ONE, "DELETE", delete),
+    Row(f"{_ONE}/metadata", "PATCH", patch_metadata),
+    Row(f"{_ONE}/pause", "POST", pause),
+    Row(f"{_ONE}/resume", "POST", resume),
+    Row(f"{_ONE}/renew-expiration", "POST", renew),
+    Row(f"{_ONE}/snapshots", "POST", create_snapshot),
+    Row(f"{_ONE}/endpoints/{{port}}", "GET", endpoint),
+    *(Row(f"{_ONE}/networkpolicy", method, network_policy) for method in egress.POLICY_METHODS),
+    Row("/snapshots", "GET", list_snapshots),
+    Row("/snapshots/{snapshot_id}", "GET", get_snapshot),
+    Row("/snapshots/{snapshot_id}", "DELETE", delete_snapshot),
+    Row("/pools", "POST", pools),
+    Row("/pools", "GET", pools),
+    Row("/pools/{name}", "GET", pools),
+    Row("/pools/{name}", "PUT", pools),
+    Row("/pools/{name}", "DELETE", pools),
+    Row("/templates", "POST", templates),
+    Row("/templates", "GET", templates),
+    Row("/templates/{name}", "GET", templates),
+    Row("/templates/{name}", "DELETE", templates),
+]
+
+
 def lifecycle_routes(ctx: LifecycleContext) -> list[BaseRoute]:
     """Return every lifecycle route under ``/v1`` and bare, with the server-proxy mounts."""
-    state, config = ctx.state, ctx.config
-
-    async def openapi_document(request: Request) -> Response:
-        name = request.path_params.get("name", "lifecycle")
-        if name not in openapi.DOCUMENTS:
-            return JSONResponse({"detail": "Not Found"}, status_code=404)
-        return JSONResponse(openapi.document(name))
-
-    async def health(request: Request) -> Response:
-        return JSONResponse(lifecycle.health())
-
-    async def version(request: Request) -> Response:
-        return JSONResponse(lifecycle.version())
-
-    async def pools(request: Request) -> Response:
-        body = await json_body(request) if request.method in ("POST", "PUT") else None
-        pools_model.pool_call(request.method, request.path_params.get("name"), body)
-
-    async def templates(request: Request) -> Response:
-        body = await json_body(request) if request.method == "POST" else None
-        pools_model.template_call(request.method, body)
-
-    async def metrics_event(request: Request) -> Response:
-        lifecycle.metrics_event(state, await json_body(request))
-        return Response(status_code=204)
-
-    async def create(request: Request) -> Response:
-        body = await json_body(request)
-        request_notes = notes(request.scope)
-        request_notes.tenant = tenant_of(request)
-        sb, answer = lifecycle.create_sandbox(state, tenant_of(request), body, config)
-        request_notes.unknown_fields.extend(sb.spec.unknown_fields)
-        request_notes.sandbox_id = sb.id
-        return JSONResponse(answer, status_code=202)
-
-    async def list_sandboxes(request: Request) -> Response:
-        return JsonBody(lifecycle.list_sandboxes(state, tenant_of(request), request.query_params.multi_items()))
-
-    async def get(request: Request) -> Response:
-        return JsonBody(lifecycle.get_sandbox(state, tenant_of(request), _sandbox_id(request)))
-
-    async def delete(request: Request) -> Response:
-        lifecycle.delete_sandbox(state, tenant_of(request), _sandbox_id(request))
-        return Response(status_code=204)
-
-    async def pause(request: Request) -> Response:
-        lifecycle.pause_sandbox(state, tenant_of(request), _sandbox_id(request))
-        return Response(status_code=202)
-
-    async def resume(request: Request) -> Response:
-        lifecycle.resume_sandbox(state, tenant_of(request), _sandbox_id(request))
-        return Response(status_code=202)
-
-    async def renew(request: Request) -> Response:
-        body = await json_body(request)
-        return JSONResponse(lifecycle.renew_expiration(state, tenant_of(request), _sandbox_id(request), body))
-
-    async def patch_metadata(request: Request) -> Response:
-        body = await json_body(request)
-        return JSONResponse(lifecycle.patch_metadata(state, tenant_of(request), _sandbox_id(request), body))
-
-    async def create_snapshot(request: Request) -> Response:
-        body = await json_body(request, required=False)
-        made = lifecycle.create_snapshot(state, tenant_of(request), _sandbox_id(request), body, config.snapshot_seconds)
-        return JSONResponse(made.body, status_code=202, headers={"Location": made.location})
-
-    async def list_snapshots(request: Request) -> Response:
-        return JSONResponse(lifecycle.list_snapshots(state, tenant_of(request), request.query_params.multi_items()))
-
-    async def get_snapshot(request: Request) -> Response:
-        return JSONResponse(lifecycle.get_snapshot(state, tenant_of(request), request.path_params["snapshot_id"]))
-
-    async def delete_snapshot(request: Request) -> Response:
-        lifecycle.delete_snapshot(state, tenant_of(request), request.path_params["snapshot_id"])
-        return Response(status_code=204)
-
-    async def endpoint(request: Request) -> Response:
-        answer = endpoints.resolve_endpoint(
-            state,
-            config,
-            tenant_of(request),
-            _sandbox_id(request),
-            str(request.path_params["port"]),
-            request.query_params.multi_items(),
-            host=request.headers.get("host"),
-            path=request.url.path,
-        )
-        return JSONResponse(answer)
-
-    async def network_policy(request: Request) -> Response:
-        body = None if request.method == "GET" else await json_body(request)
-        answer = egress.network_policy(state, config, tenant_of(request), _sandbox_id(request), request.method, body)
-        return JSONResponse(answer)
-
-    out: list[BaseRoute] = [
-        _route(openapi.SERVED_AT["lifecycle"], openapi_document, "GET"),
-        _route("/openapi/{name}.json", openapi_document, "GET"),
-        _route("/health", health, "GET"),
-        _route("/version", version, "GET"),
-        _route("/v1/metrics/events", metrics_event, "POST"),
-    ]
+    out = bind(ctx, ROWS, per_method=True)
     for prefix in ("/v1", ""):
-        p = f"{prefix}/sandboxes"
-        one = f"{p}/{{sandbox_id}}"
-        out += [
-            Mount(f"{one}/proxy/{{port:int}}", app=ctx.proxy_app),
-            _route(p, create, "POST"),
-            _route(p, list_sandboxes, "GET"),
-            _route(one, get, "GET"),
-            _route(one, delete, "DELETE"),
-            _route(f"{one}/metadata", patch_metadata, "PATCH"),
-            _route(f"{one}/pause", pause, "POST"),
-            _route(f"{one}/resume", resume, "POST"),
-            _route(f"{one}/renew-expiration", renew, "POST"),
-            _route(f"{one}/snapshots", create_snapshot, "POST"),
-            _route(f"{one}/endpoints/{{port}}", endpoint, "GET"),
-            *(_route(f"{one}/networkpolicy", network_policy, m) for m in egress.POLICY_METHODS),
-            _route(f"{prefix}/snapshots", list_snapshots, "GET"),
-            _route(f"{prefix}/snapshots/{{snapshot_id}}", get_snapshot, "GET"),
-            _route(f"{prefix}/snapshots/{{snapshot_id}}", delete_snapshot, "DELETE"),
-            _route(f"{prefix}/pools", pools, "POST"),
-            _route(f"{prefix}/pools", pools, "GET"),
-            _route(f"{prefix}/pools/{{name}}", pools, "GET"),
-            _route(f"{prefix}/pools/{{name}}", pools, "PUT"),
-            _route(f"{prefix}/pools/{{name}}", pools, "DELETE"),
-            _route(f"{prefix}/templates", templates, "POST"),
-            _route(f"{prefix}/templates", templates, "GET"),
-            _route(f"{prefix}/templates/{{name}}", templates, "GET"),
-            _route(f"{prefix}/templates/{{name}}", templates, "DELETE"),
-        ]
+        out.append(Mount(f"{prefix}{_ONE}/proxy/{{port:int}}", app=ctx.proxy_app))
+        out += bind(ctx, SANDBOX_ROWS, per_method=True, prefixes=(prefix,))
     return out
-
-
-def _route(path: str, endpoint: Any, method: str) -> Route:
-    """Return a route for one method and no other (Starlette adds HEAD to GET routes; the real server does not).
-
-    Routes are listed per method in the real server's order: a 405's ``Allow`` names the methods of the
-    first route whose path matches, as on the real server.
-    """
-    route = Route(path, endpoint, methods=[method])
-    assert route.methods is not None
-    route.methods.discard("HEAD")
-    return route

@@ -2,7 +2,9 @@
 
 Every lifecycle call needs ``Authorization: Bearer <key>``; the key names the tenant (its project), and the
 tenant's sandboxes live in the namespace of the path (``default`` on the flat paths). A missing or malformed
-header answers 401 ``unauthorized``; a key outside the accepted set answers 401 ``invalid_api_key``.
+header answers 401 ``unauthorized``; a key outside the accepted set answers 401 ``invalid_api_key``. The rule
+(:func:`tenant_of`) is applied once per request to every path under the lifecycle prefixes
+(:func:`is_lifecycle_path`), before routing, by :mod:`mockserver.tensorlake.routes.gate`.
 
 The sandbox proxy also accepts a browser session: the ``tl.session_token`` cookie (or the legacy
 ``tl-session``) of a session issued for a project, together with that project's ``organizationId`` and
@@ -15,6 +17,7 @@ admin API issued.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -23,15 +26,22 @@ from mockserver.core.errors import ApiError
 from .records import owner_id
 
 __all__ = [
+    "LIFECYCLE_ROOTS",
     "SESSION_COOKIES",
     "KeyRing",
     "Tenant",
     "bearer_key",
+    "is_lifecycle_path",
+    "lifecycle_namespace",
     "parse_cookies",
     "session_token",
     "tenant_of",
 ]
 
+#: The first segment of every lifecycle path, flat or under ``/v1/namespaces/{ns}``.
+LIFECYCLE_ROOTS = ("sandboxes", "snapshots", "archived-sandboxes", "sandbox-pools")
+_ROOTS = "|".join(map(re.escape, LIFECYCLE_ROOTS))
+_LIFECYCLE_PATH = re.compile(rf"^(?:/v1/namespaces/(?P<ns>[^/]+))?/(?:{_ROOTS})(?:/|$)")
 #: The platform's session cookies, the current name first.
 SESSION_COOKIES = ("tl.session_token", "tl-session")
 
@@ -84,6 +94,23 @@ def tenant_of(authorization: str | None, namespace: str, keys: KeyRing) -> Tenan
     if not keys.accepts(key):
         raise ApiError(401, "invalid_api_key", "the API key is not valid")
     return Tenant(owner_id(key), namespace)
+
+
+def lifecycle_namespace(path: str) -> str | None:
+    """Return the namespace of a lifecycle path (``default`` on the flat tree), None for any other path.
+
+    A lifecycle path is one under the lifecycle routes' prefixes (:data:`LIFECYCLE_ROOTS`), whether a route
+    serves it or not: every such request is authenticated first (a bad key answers 401 before a 404 or 405).
+    """
+    found = _LIFECYCLE_PATH.match(path)
+    if found is None:
+        return None
+    return found["ns"] or "default"
+
+
+def is_lifecycle_path(path: str) -> bool:
+    """Tell whether ``path`` is under the lifecycle routes' prefixes, where every request needs a key."""
+    return lifecycle_namespace(path) is not None
 
 
 def parse_cookies(header: str | None) -> dict[str, str]:

@@ -5,7 +5,7 @@ the settings marked ``updatable``, with the rules that span fields (at least one
 :meth:`Body.given` is what a body sets, :meth:`Body.unknown` what the mock does not know (journalled). The
 snapshot and detach bodies are declared here too.
 
-Loaded by the first body :mod:`.validate` parses (its validators are built then, not when the mock starts).
+Loaded by the first body :mod:`.validation` parses (its validators are built then, not when the mock starts).
 """
 
 from __future__ import annotations

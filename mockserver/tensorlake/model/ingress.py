@@ -47,7 +47,7 @@ from mockserver.core.journal import RequestNotes
 from .auth import SESSION_COOKIES, KeyRing, bearer_key, parse_cookies, session_token
 from .operations import TensorLakeModel
 from .records import Sandbox, owner_id
-from .validate import MANAGEMENT_PORT
+from .validation import MANAGEMENT_PORT
 from .waits import Settle
 
 __all__ = [

@@ -19,8 +19,8 @@ Known deviations from the real daemon: with the emulator, a sandbox's files hold
 memory), not its ``disk_mb``, and a write beyond that answers 507 ``no_space`` (this mock's status) and writes
 nothing; a process's piped stdin is fed to the emulated command that reads it (``cat`` echoes each write as it
 comes, other readers such as ``wc``, ``grep`` or ``sh`` read it all once it is closed), a command that does not
-read stdin ends at once as a real one does, and a run's ``timeout`` counts only emulated sleeps, not the time a
-command waits for stdin; ``user``, restart policies and health checks are recorded, not enforced; every command runs as the
+read stdin ends at once as a real one does, and a run's ``timeout`` runs on the mock's virtual clock from the
+process's start (emulated sleeps and the time it waits for stdin both count); ``user``, restart policies and health checks are recorded, not enforced; every command runs as the
 sandbox's root; a run's ``timeout`` is at most one day; a PTY session's refusals (404
 ``pty_session_not_found``, 401 ``invalid_pty_token``, 400 ``invalid_port``) are this mock's own codes. The
 process of ``POST /processes/run`` is killed (signal 9) when the client of its event stream goes away (the real

@@ -27,7 +27,7 @@ from mockserver.sandbox.filesystem import FileSystem
 
 from .records import Sandbox, Snapshot, inherited_settings
 from .store import NO_CAPACITY, NO_CAPACITY_STATUS, CreateOutcome, SandboxStore
-from .validate import bad, conflict, not_found, parse_detach, parse_mount, parse_patch, wire
+from .validation import bad, conflict, not_found, parse_detach, parse_mount, parse_patch, wire
 
 if TYPE_CHECKING:
     from .bodies import CreateBody, UpdateBody

@@ -49,7 +49,8 @@ from mockserver.sandbox.filesystem import FileSystem
 
 from .auth import KeyRing
 from .records import Sandbox, Session, Snapshot
-from .validate import not_found
+from .urls import DEFAULT_INGRESS_DOMAIN
+from .validation import not_found
 
 if TYPE_CHECKING:
     from .daemon import Daemon
@@ -142,6 +143,8 @@ class SandboxStore:
         self.ids = ids
         self.resolve = resolve
         self.keys = keys or KeyRing()
+        #: The ingress domain the answers' URLs name (a setting, like the keys: see :mod:`.urls`).
+        self.domain = DEFAULT_INGRESS_DOMAIN
         self.changes = ChangeLog()
         self._timings = Timings()
         self.lock = threading.RLock()

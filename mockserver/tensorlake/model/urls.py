@@ -15,8 +15,10 @@ import functools
 import ipaddress
 from dataclasses import dataclass
 
-__all__ = ["LOOPBACK_NAMES", "Origin", "endpoints", "is_loopback_host"]
+__all__ = ["DEFAULT_INGRESS_DOMAIN", "LOOPBACK_NAMES", "Origin", "endpoints", "is_loopback_host"]
 
+#: The ingress domain of a mock given none.
+DEFAULT_INGRESS_DOMAIN = "sandbox.localhost"
 LOOPBACK_NAMES = frozenset({"localhost"})
 
 

@@ -24,7 +24,7 @@ from mockserver.core.errors import ApiError
 
 from ..model.ingress import Admission, IngressRules, ProxyRequest, Target, target_of
 from ..model.records import Sandbox
-from ..model.validate import MANAGEMENT_PORT
+from ..model.validation import MANAGEMENT_PORT
 from .common import PORT_KEY, SANDBOX_KEY, daemon_error, settle
 
 __all__ = ["Ingress", "IngressContext"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mockserver.core import DnsTable, IdFactory, VirtualClock
-from mockserver.tensorlake.model import Call, IngressRules, LifecycleApi, TensorLakeModel
+from mockserver.tensorlake.model import Call, IngressRules, Tenant, TensorLakeModel
+from mockserver.tensorlake.model.records import owner_id
 
 KEY = "key-a"
 OTHER = "key-b"
@@ -19,17 +20,11 @@ def model() -> TensorLakeModel:
 
 
 @pytest.fixture
-def api(model: TensorLakeModel) -> LifecycleApi:
-    """Return the lifecycle API of ``model``."""
-    return LifecycleApi(model, DOMAIN)
-
-
-@pytest.fixture
 def rules(model: TensorLakeModel) -> IngressRules:
     """Return the proxy rules of ``model``."""
     return IngressRules(model)
 
 
-def call(key: str | None = KEY, **query: str) -> Call:
-    """Return a lifecycle call with ``key`` as bearer (None: no Authorization) and ``query``."""
-    return Call(None if key is None else f"Bearer {key}", query={k: [v] for k, v in query.items()})
+def call(key: str = KEY, **query: str) -> Call:
+    """Return a lifecycle call of ``key``'s tenant (in ``default``, as the gate authenticates it) with ``query``."""
+    return Call(Tenant(owner_id(key), "default"), query={k: [v] for k, v in query.items()})

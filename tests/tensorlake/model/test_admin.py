@@ -61,13 +61,12 @@ def test_api_keys(model: TensorLakeModel) -> None:
 
 
 def test_the_summary_says_when_a_running_sandbox_times_out(model: TensorLakeModel) -> None:
-    from mockserver.tensorlake.model import LifecycleApi, without_waiting
+    from mockserver.tensorlake.model import lifecycle, without_waiting
 
-    from .conftest import DOMAIN, call
+    from .conftest import call
 
-    api = LifecycleApi(model, DOMAIN)
-    timed = without_waiting(api.create(call(), {"timeout_secs": 600})).body["sandbox_id"]
-    untimed = without_waiting(api.create(call(), {})).body["sandbox_id"]
+    timed = without_waiting(lifecycle.create(model, call(), {"timeout_secs": 600})).body["sandbox_id"]
+    untimed = without_waiting(lifecycle.create(model, call(), {})).body["sandbox_id"]
     summaries = {s["id"]: s for s in admin.sandbox_summaries(model)}
     running_since = model.sandboxes[timed].running_since
     assert running_since is not None

@@ -37,7 +37,7 @@ def web_modules(modules: list[str]) -> list[str]:
     "statement",
     [
         "import mockserver.tensorlake.model",
-        "from mockserver.tensorlake.model import lifecycle, ingress, management, admin, gate",
+        "from mockserver.tensorlake.model import lifecycle, ingress, management, admin, egress",
         "import mockserver.tensorlake",
         "from mockserver.tensorlake import TensorLakeGate, Timings, DEFAULT_API_KEY",
     ],
@@ -66,6 +66,6 @@ def test_the_mock_loads_pydantic_only_when_a_body_is_validated() -> None:
     assert not [m for m in started if m == "pydantic" or m.startswith(("pydantic.", "pydantic_core"))]
     assert "mockserver.tensorlake.model.bodies" not in started and "mockserver.tensorlake.model.wire" not in started
     parsed = loaded_after(
-        "from mockserver.tensorlake.model.validate import parse_create\nparse_create({'name': 'a'}, lambda name: [])"
+        "from mockserver.tensorlake.model.validation import parse_create\nparse_create({'name': 'a'}, lambda name: [])"
     )
     assert "pydantic" in parsed and "mockserver.tensorlake.model.bodies" in parsed

@@ -11,12 +11,12 @@ from mockserver.tensorlake.model import (
     Admission,
     IngressRules,
     KeyRing,
-    LifecycleApi,
     ProxyRequest,
     Settle,
     Target,
     TensorLakeModel,
     admin,
+    lifecycle,
     without_waiting,
 )
 from mockserver.tensorlake.model.ingress import RESUME_BUDGET, parse_label, target_of
@@ -49,9 +49,9 @@ def test_a_port_label_needs_a_port_in_range() -> None:
     assert parse_label("") is None
 
 
-def sandbox(api: LifecycleApi, **body: Any) -> str:
+def sandbox(model: TensorLakeModel, **body: Any) -> str:
     """Create a sandbox for ``KEY`` and return its id."""
-    answer = without_waiting(api.create(call(), body))
+    answer = without_waiting(lifecycle.create(model, call(), body))
     sid: str = answer.body["sandbox_id"]
     return sid
 
@@ -98,7 +98,6 @@ ADMISSION = [
 @pytest.mark.parametrize(("port", "public", "who", "status", "code"), ADMISSION)
 def test_the_admission_table(
     model: TensorLakeModel,
-    api: LifecycleApi,
     rules: IngressRules,
     port: int,
     public: bool,
@@ -106,7 +105,7 @@ def test_the_admission_table(
     status: int | None,
     code: str | None,
 ) -> None:
-    sid = sandbox(api, exposed_ports=[8080], allow_unauthenticated_access=public)
+    sid = sandbox(model, exposed_ports=[8080], allow_unauthenticated_access=public)
     token = admin.create_session(model, "tok", {"api_key": KEY, "organization_id": ORG, "project_id": PROJECT}).token
     if status is None:
         admitted = without_waiting(rules.admit(request(sid, port, who, token)))
@@ -117,10 +116,8 @@ def test_the_admission_table(
     assert (caught.value.status, caught.value.code) == (status, code)
 
 
-def test_an_unknown_sandbox_is_404_and_an_invalid_key_401(
-    model: TensorLakeModel, api: LifecycleApi, rules: IngressRules
-) -> None:
-    sid = sandbox(api)
+def test_an_unknown_sandbox_is_404_and_an_invalid_key_401(model: TensorLakeModel, rules: IngressRules) -> None:
+    sid = sandbox(model)
     with pytest.raises(ApiError) as caught:
         rules.admit(request("nobody", 9501, "owner key"))
     assert (caught.value.status, caught.value.code) == (404, "SANDBOX_NOT_FOUND")
@@ -131,9 +128,9 @@ def test_an_unknown_sandbox_is_404_and_an_invalid_key_401(
 
 
 def test_check_can_ask_about_another_key_set_without_changing_the_model(
-    model: TensorLakeModel, api: LifecycleApi, rules: IngressRules
+    model: TensorLakeModel, rules: IngressRules
 ) -> None:
-    sid = sandbox(api)
+    sid = sandbox(model)
     with pytest.raises(ApiError) as valid:
         rules.check(request(sid, 9501, "other key"))
     with pytest.raises(ApiError) as invalid:
@@ -142,11 +139,9 @@ def test_check_can_ask_about_another_key_set_without_changing_the_model(
     assert model.keys == KeyRing()
 
 
-def test_a_suspended_sandbox_is_woken_and_the_wait_is_a_decision(
-    model: TensorLakeModel, api: LifecycleApi, rules: IngressRules
-) -> None:
-    sid = sandbox(api, name="dozy", exposed_ports=[8080], allow_unauthenticated_access=True)
-    without_waiting(api.suspend(call(), "dozy"))
+def test_a_suspended_sandbox_is_woken_and_the_wait_is_a_decision(model: TensorLakeModel, rules: IngressRules) -> None:
+    sid = sandbox(model, name="dozy", exposed_ports=[8080], allow_unauthenticated_access=True)
+    without_waiting(lifecycle.suspend(model, call(), "dozy"))
     model.timings.resume = 20.0
     outcome = rules.admit(request("dozy", 8080, "none"))
     assert isinstance(outcome, Settle)
@@ -160,20 +155,16 @@ def test_a_suspended_sandbox_is_woken_and_the_wait_is_a_decision(
     assert isinstance(admitted, Admission) and admitted.sandbox.status == "running"
 
 
-def test_without_auto_resume_a_suspended_sandbox_is_not_ready(
-    model: TensorLakeModel, api: LifecycleApi, rules: IngressRules
-) -> None:
-    sandbox(api, name="sleepy", auto_resume=False)
-    without_waiting(api.suspend(call(), "sleepy"))
+def test_without_auto_resume_a_suspended_sandbox_is_not_ready(model: TensorLakeModel, rules: IngressRules) -> None:
+    sandbox(model, name="sleepy", auto_resume=False)
+    without_waiting(lifecycle.suspend(model, call(), "sleepy"))
     with pytest.raises(ApiError) as caught:
         without_waiting(rules.admit(request("sleepy", 9501, "owner key")))
     assert caught.value.code == "SANDBOX_NOT_READY"
 
 
-def test_forwarded_headers_keep_no_platform_credential(
-    model: TensorLakeModel, api: LifecycleApi, rules: IngressRules
-) -> None:
-    sid = sandbox(api, exposed_ports=[8080], allow_unauthenticated_access=True)
+def test_forwarded_headers_keep_no_platform_credential(model: TensorLakeModel, rules: IngressRules) -> None:
+    sid = sandbox(model, exposed_ports=[8080], allow_unauthenticated_access=True)
     headers = [
         (b"authorization", f"Bearer {KEY}".encode()),
         (b"cookie", b"theme=dark; tl.session_token=s; tl-session=s; lang=en"),

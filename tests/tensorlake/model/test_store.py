@@ -6,15 +6,15 @@ import random
 from typing import Any
 
 from mockserver.core.changes import Row
-from mockserver.tensorlake.model import LifecycleApi, TensorLakeModel, without_waiting
+from mockserver.tensorlake.model import TensorLakeModel, lifecycle, without_waiting
 from mockserver.tensorlake.model.records import Sandbox, owner_id
 from mockserver.tensorlake.model.store import Timings
 
 from .conftest import KEY, OTHER, call
 
 
-def _create(api: LifecycleApi, key: str = KEY, **body: Any) -> str:
-    answer = without_waiting(api.create(call(key), {"wait": False, **body}))
+def _create(model: TensorLakeModel, key: str = KEY, **body: Any) -> str:
+    answer = without_waiting(lifecycle.create(model, call(key), {"wait": False, **body}))
     return str(answer.body["sandbox_id"])
 
 
@@ -23,7 +23,7 @@ def _scan(model: TensorLakeModel, owner: str) -> list[str]:
     return [s.id for s in model.sandboxes.values() if s.owner == owner and s.namespace == "default"]
 
 
-def test_the_tenant_list_is_what_a_scan_finds_in_creation_order(model: TensorLakeModel, api: LifecycleApi) -> None:
+def test_the_tenant_list_is_what_a_scan_finds_in_creation_order(model: TensorLakeModel) -> None:
     rng = random.Random(4)
     model.timings = Timings(startup=2.0, suspend=1.0)
     for step in range(120):
@@ -31,7 +31,7 @@ def test_the_tenant_list_is_what_a_scan_finds_in_creation_order(model: TensorLak
         roll = rng.random()
         if roll < 0.5 or not live:
             name = f"n{step}" if rng.random() < 0.5 else None
-            _create(api, rng.choice((KEY, OTHER)), name=name, timeout_secs=rng.choice((None, 5, 50)))
+            _create(model, rng.choice((KEY, OTHER)), name=name, timeout_secs=rng.choice((None, 5, 50)))
         elif roll < 0.7:
             sb = rng.choice(live)
             model.delete(sb.owner, sb.namespace, sb.id)
@@ -47,10 +47,10 @@ def test_the_tenant_list_is_what_a_scan_finds_in_creation_order(model: TensorLak
             assert [s.id for s in model.list_sandboxes(owner, "default")] == _scan(model, owner)
 
 
-def test_settle_all_touches_only_what_is_due(model: TensorLakeModel, api: LifecycleApi) -> None:
+def test_settle_all_touches_only_what_is_due(model: TensorLakeModel) -> None:
     model.timings = Timings(startup=3.0)
     for _ in range(30):
-        _create(api)
+        _create(model)
     model.clock.advance(3.0)
     settled: list[str] = []
     original = model.settle
@@ -67,21 +67,21 @@ def test_settle_all_touches_only_what_is_due(model: TensorLakeModel, api: Lifecy
     assert settled == []
 
 
-def test_a_cached_body_is_retired_by_every_change(model: TensorLakeModel, api: LifecycleApi) -> None:
-    sid = _create(api, name="kept")
-    first = api.get(call(), sid).body
-    assert api.get(call(), sid).body is first  # the same revision answers from its cache
-    api.patch(call(), sid, {"allow_unauthenticated_access": True})
-    patched = api.get(call(), sid).body
+def test_a_cached_body_is_retired_by_every_change(model: TensorLakeModel) -> None:
+    sid = _create(model, name="kept")
+    first = lifecycle.get(model, call(), sid).body
+    assert lifecycle.get(model, call(), sid).body is first  # the same revision answers from its cache
+    lifecycle.patch(model, call(), sid, {"allow_unauthenticated_access": True})
+    patched = lifecycle.get(model, call(), sid).body
     assert patched is not first and patched["allow_unauthenticated_access"] is True
     model.suspend(owner_id(KEY), "default", sid)
-    assert api.get(call(), sid).body["status"] == "suspended"
+    assert lifecycle.get(model, call(), sid).body["status"] == "suspended"
 
 
-def test_rows_round_trip_and_name_only_what_changed(model: TensorLakeModel, api: LifecycleApi) -> None:
+def test_rows_round_trip_and_name_only_what_changed(model: TensorLakeModel) -> None:
     model.changes.enabled = True
-    sid = _create(api, name="a")
-    other = _create(api)
+    sid = _create(model, name="a")
+    other = _create(model)
     taken = model.changes.take()
     assert ("sandbox", sid) in taken.keys and ("sandbox", other) in taken.keys
     model.delete(owner_id(KEY), "default", other)
@@ -95,9 +95,9 @@ def test_rows_round_trip_and_name_only_what_changed(model: TensorLakeModel, api:
     assert copy.dump() == model.dump()
 
 
-def test_a_tree_is_rewritten_only_when_it_moved(model: TensorLakeModel, api: LifecycleApi) -> None:
+def test_a_tree_is_rewritten_only_when_it_moved(model: TensorLakeModel) -> None:
     model.changes.enabled = True
-    sid = _create(api)
+    sid = _create(model)
     list(model.all_rows())
     model.sandboxes[sid].fs.write("/tmp/x", "1")
     kinds = [r.kind for r in model.rows([("sandbox", sid)])]

@@ -9,7 +9,7 @@ import pytest
 from mockserver.core.errors import ApiError
 from mockserver.tensorlake.model.records import Sandbox
 from mockserver.tensorlake.model.settings import INHERITED, MARKERS, SHOWN
-from mockserver.tensorlake.model.validate import parse_create, parse_mount, parse_patch
+from mockserver.tensorlake.model.validation import parse_create, parse_mount, parse_patch
 
 
 def resolve(name: str) -> list[str]:

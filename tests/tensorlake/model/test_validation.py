@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mockserver.core.errors import ApiError
-from mockserver.tensorlake.model.validate import LIMITS, int_query, parse_create, parse_patch
+from mockserver.tensorlake.model.validation import LIMITS, int_query, parse_create, parse_patch
 
 
 def resolve(name: str) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contracts.tensorlake import NetworkConfig
-from mockserver.tensorlake.model.gate import DEFAULT_RESOLVER, connect_decision, dns_decision, resolver_from
+from mockserver.tensorlake.model.egress import DEFAULT_RESOLVER, connect_decision, dns_decision, resolver_from
 
 
 def test_the_resolver_is_the_first_nameserver() -> None:

@@ -3,7 +3,7 @@
 Each function checks its input first and changes nothing when it refuses (an :class:`ApiError` with a code):
 404 ``sandbox_not_found`` for a sandbox that is not there, 400 for a bad value. The named catalogue
 (:mod:`mockserver.opensandbox.faults`) and the admin routes call these; the state machine and execd apply
-what they arm (:mod:`.store`, :mod:`.execd`).
+what they arm (:mod:`.operations`, :mod:`.execd`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The lifecycle API's operations: one function per route, from a decoded request to a plain answer.
 
-Each function takes the state, the caller's tenant and what the request carried (a decoded JSON body,
-query pairs, path values), applies the real server's checks in its order (body model first, as FastAPI
+Each function takes the model (:class:`~.operations.OpenSandboxModel`), the caller's tenant and what the
+request carried (a decoded JSON body, query pairs, path values), applies the real server's checks in its order (body model first, as FastAPI
 does, then the sandbox lookup, then the state rules) and returns the response body as a dict, or raises
 an :class:`~mockserver.core.ApiError` / :class:`~.validation.RequestValidationError`. The bodies are validated by
 their declarations (:mod:`.bodies`), imported on first use.

@@ -47,9 +47,9 @@ from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
 from .model.endpoints import PublishedPort, host_port_target, published_ports
+from .model.operations import OpenSandboxModel
 from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
-from .model.store import OpenSandboxState
 from .routes import admin
 from .routes.echo import sandbox_echo
 from .routes.gate import RequestGate
@@ -194,7 +194,7 @@ class OpenSandboxMock(HttpMock):
             resume_seconds=resume_seconds,
             stop_seconds=stop_seconds,
         )
-        self.state = OpenSandboxState(self.profile, self.clock, self.ids)
+        self.state = OpenSandboxModel(self.profile, self.clock, self.ids)
         self.state.egress_without_policy = egress_without_policy
         self.capacity = capacity or Capacity()
         self.state.use_capacity(self.capacity)

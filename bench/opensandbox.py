@@ -4,7 +4,8 @@ Reports p50/p95 of ``commands.run("echo hi")`` and lifecycle ``GET /v1/sandboxes
 second next to a bare Starlette endpoint served the same way, in the same run.
 
 The exec path is compared with its floor: a bare Starlette app that answers ``POST /command`` with the very
-bytes the mock's execd sent for ``echo hi`` (recorded in the same run, streamed as Server-Sent Events), and the
+bytes the mock's execd sent for ``echo hi`` (recorded in the same run, streamed as Server-Sent Events one frame
+a chunk, as execd writes them), and the
 three requests ``Sandbox.connect`` makes (both endpoints, execd's ping) as plainly as it can. Two ratios, goal
 <= 1.2 each: the mock's ``POST /command`` p50 over loopback HTTP ÷ the same request to the floor, and the SDK's
 ``commands.run("echo hi")`` p50 against the mock ÷ the same SDK call against the floor (the SDK's own cost is
@@ -104,11 +105,15 @@ def bare_app() -> Starlette:
 
     recorded = base64.b64decode(os.environ.get(FLOOR_BODY_ENV, ""))
 
+    # One chunk per SSE frame, as execd writes them (a single chunk would spare the floor two writes).
+    frames = [frame + b"\n\n" for frame in recorded.split(b"\n\n") if frame]
+
     async def command(request: Request) -> Response:
         await request.body()
 
         async def events() -> AsyncIterator[bytes]:
-            yield recorded
+            for frame in frames:
+                yield frame
 
         return StreamingResponse(events(), media_type="text/event-stream")
 

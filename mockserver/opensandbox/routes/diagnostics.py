@@ -10,11 +10,10 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute
 
 from mockserver.asgi.handlers import Row, bind
-from mockserver.asgi.middleware import notes
 
 from ..model import diagnostics
 from ..model.store import OpenSandboxState
-from .render import tenant_of
+from .render import sandbox_id_of, tenant_of
 
 __all__ = ["ROWS", "diagnostics_routes"]
 
@@ -27,35 +26,27 @@ def _render(answer: diagnostics.Answer) -> Response:
     return JSONResponse(answer)
 
 
-def _sandbox_id(request: Request) -> str:
-    """Return the path's sandbox id, noted (with the tenant) for the journal."""
-    sandbox_id = str(request.path_params["sandbox_id"])
-    notes(request.scope).sandbox_id = sandbox_id
-    notes(request.scope).tenant = tenant_of(request)
-    return sandbox_id
-
-
 async def logs(state: OpenSandboxState, request: Request) -> Response:
     """Return a sandbox's logs."""
-    sandbox_id = _sandbox_id(request)
+    sandbox_id = sandbox_id_of(request)
     return _render(diagnostics.logs(state, tenant_of(request), sandbox_id, request.query_params.multi_items()))
 
 
 async def inspect(state: OpenSandboxState, request: Request) -> Response:
     """Return a sandbox's inspection."""
-    sandbox_id = _sandbox_id(request)
+    sandbox_id = sandbox_id_of(request)
     return _render(diagnostics.inspect(state, tenant_of(request), sandbox_id))
 
 
 async def events(state: OpenSandboxState, request: Request) -> Response:
     """Return a sandbox's events."""
-    sandbox_id = _sandbox_id(request)
+    sandbox_id = sandbox_id_of(request)
     return _render(diagnostics.events(state, tenant_of(request), sandbox_id, request.query_params.multi_items()))
 
 
 async def summary(state: OpenSandboxState, request: Request) -> Response:
     """Return a sandbox's diagnostic summary."""
-    sandbox_id = _sandbox_id(request)
+    sandbox_id = sandbox_id_of(request)
     return _render(diagnostics.summary(state, tenant_of(request), sandbox_id, request.query_params.multi_items()))
 
 

@@ -23,7 +23,7 @@ from ..model import egress, endpoints, lifecycle
 from ..model import pools as pools_model
 from ..model.config import ServerConfig
 from ..model.operations import OpenSandboxModel
-from .render import json_body, tenant_of
+from .render import json_body, sandbox_id_of, tenant_of
 
 __all__ = ["ROWS", "SANDBOX_ROWS", "LifecycleContext", "lifecycle_routes"]
 
@@ -35,14 +35,6 @@ class LifecycleContext:
     state: OpenSandboxModel
     config: ServerConfig
     proxy_app: ASGIApp
-
-
-def _sandbox_id(request: Request) -> str:
-    """Return the path's sandbox id, noted (with the tenant) for the journal."""
-    sandbox_id = str(request.path_params["sandbox_id"])
-    notes(request.scope).sandbox_id = sandbox_id
-    notes(request.scope).tenant = tenant_of(request)
-    return sandbox_id
 
 
 async def openapi_document(ctx: LifecycleContext, request: Request) -> Response:
@@ -99,44 +91,44 @@ async def list_sandboxes(ctx: LifecycleContext, request: Request) -> Response:
 
 async def get(ctx: LifecycleContext, request: Request) -> Response:
     """Return one sandbox."""
-    return JsonBody(lifecycle.get_sandbox(ctx.state, tenant_of(request), _sandbox_id(request)))
+    return JsonBody(lifecycle.get_sandbox(ctx.state, tenant_of(request), sandbox_id_of(request)))
 
 
 async def delete(ctx: LifecycleContext, request: Request) -> Response:
     """Delete a sandbox (204)."""
-    lifecycle.delete_sandbox(ctx.state, tenant_of(request), _sandbox_id(request))
+    lifecycle.delete_sandbox(ctx.state, tenant_of(request), sandbox_id_of(request))
     return Response(status_code=204)
 
 
 async def pause(ctx: LifecycleContext, request: Request) -> Response:
     """Pause a sandbox (202)."""
-    lifecycle.pause_sandbox(ctx.state, tenant_of(request), _sandbox_id(request))
+    lifecycle.pause_sandbox(ctx.state, tenant_of(request), sandbox_id_of(request))
     return Response(status_code=202)
 
 
 async def resume(ctx: LifecycleContext, request: Request) -> Response:
     """Resume a sandbox (202)."""
-    lifecycle.resume_sandbox(ctx.state, tenant_of(request), _sandbox_id(request))
+    lifecycle.resume_sandbox(ctx.state, tenant_of(request), sandbox_id_of(request))
     return Response(status_code=202)
 
 
 async def renew(ctx: LifecycleContext, request: Request) -> Response:
     """Set a sandbox's expiration."""
     body = await json_body(request)
-    return JSONResponse(lifecycle.renew_expiration(ctx.state, tenant_of(request), _sandbox_id(request), body))
+    return JSONResponse(lifecycle.renew_expiration(ctx.state, tenant_of(request), sandbox_id_of(request), body))
 
 
 async def patch_metadata(ctx: LifecycleContext, request: Request) -> Response:
     """Merge a patch into a sandbox's metadata."""
     body = await json_body(request)
-    return JSONResponse(lifecycle.patch_metadata(ctx.state, tenant_of(request), _sandbox_id(request), body))
+    return JSONResponse(lifecycle.patch_metadata(ctx.state, tenant_of(request), sandbox_id_of(request), body))
 
 
 async def create_snapshot(ctx: LifecycleContext, request: Request) -> Response:
     """Start a snapshot of a sandbox (202, with its ``Location``)."""
     body = await json_body(request, required=False)
     seconds = ctx.config.snapshot_seconds
-    made = lifecycle.create_snapshot(ctx.state, tenant_of(request), _sandbox_id(request), body, seconds)
+    made = lifecycle.create_snapshot(ctx.state, tenant_of(request), sandbox_id_of(request), body, seconds)
     return JSONResponse(made.body, status_code=202, headers={"Location": made.location})
 
 
@@ -162,7 +154,7 @@ async def endpoint(ctx: LifecycleContext, request: Request) -> Response:
         ctx.state,
         ctx.config,
         tenant_of(request),
-        _sandbox_id(request),
+        sandbox_id_of(request),
         str(request.path_params["port"]),
         request.query_params.multi_items(),
         host=request.headers.get("host"),
@@ -175,7 +167,7 @@ async def network_policy(ctx: LifecycleContext, request: Request) -> Response:
     """Read or change a sandbox's egress policy."""
     body = None if request.method == "GET" else await json_body(request)
     answer = egress.network_policy(
-        ctx.state, ctx.config, tenant_of(request), _sandbox_id(request), request.method, body
+        ctx.state, ctx.config, tenant_of(request), sandbox_id_of(request), request.method, body
     )
     return JSONResponse(answer)
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Scope
 
+from mockserver.asgi.middleware import notes
 from mockserver.asgi.render import error_response as flat_error_response
 from mockserver.asgi.requests import read_body
 from mockserver.core import ApiError
@@ -29,6 +30,7 @@ __all__ = [
     "error_response",
     "exception_handlers",
     "json_body",
+    "sandbox_id_of",
     "sandbox_of",
     "tenant_of",
     "validation_response",
@@ -43,6 +45,15 @@ VIA_PROXY_KEY = "opensandbox_via_proxy"
 def tenant_of(request: Request) -> str:
     """Return the tenant the auth layer resolved for this request (``default`` when none)."""
     return str(request.scope.get("state", {}).get(TENANT_KEY) or DEFAULT_TENANT)
+
+
+def sandbox_id_of(request: Request) -> str:
+    """Return the path's sandbox id, noted (with the tenant) for the journal."""
+    sandbox_id = str(request.path_params["sandbox_id"])
+    request_notes = notes(request.scope)
+    request_notes.sandbox_id = sandbox_id
+    request_notes.tenant = tenant_of(request)
+    return sandbox_id
 
 
 def sandbox_of(request: Request) -> SandboxRecord:

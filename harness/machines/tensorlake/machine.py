@@ -97,7 +97,7 @@ from harness.machines.tensorlake.requests import (
     patch_bodies,
     seed_bodies,
 )
-from harness.machines.tensorlake.steps import Steps
+from harness.machines.tensorlake.steps import ANONYMOUS_CALLS, Steps
 from harness.strength import Contract, observed
 from harness.strength.observations import capture
 from mockserver.admin.client import AdminClient
@@ -216,6 +216,12 @@ class TensorLakeAPIMachine(RuleBasedStateMachine):
     def list_sandboxes(self) -> None:
         """List the sandboxes and compare membership and items with the model."""
         self.steps.compare_listing("list_sandboxes")
+
+    @precondition(_on("anonymous_call"))
+    @rule(sb=sandboxes, calls=st.lists(st.sampled_from(ANONYMOUS_CALLS), min_size=1, max_size=3, unique=True))
+    def anonymous_call(self, sb: SandboxHandle, calls: list[str]) -> None:
+        """List, read, PATCH, delete or create without a key: refused (401 or 403), and nothing changes."""
+        self.steps.anonymous("anonymous_call", sb, calls)
 
     @precondition(_on("update"))
     @rule(sb=sandboxes, body=patch_bodies())

@@ -10,8 +10,9 @@ SandboxInfo (ids mapped through the ``sandboxes`` bundle: each handle holds the 
 Rules: create (ephemeral or named, with valid and invalid ``network`` policies), get by id and by name, list,
 update (``network`` absent / ``null`` / object, ``name``, ``auto_resume``, ``exposed_ports`` including 9501,
 0 and 65536, ``allow_unauthenticated_access``), expose and unexpose ports the way the SDK does (GET, then
-PATCH), suspend and resume, delete, egress probes run inside a sandbox through ``/api/v1/processes/run``
-(``getent hosts NAME`` and ``curl -s URL`` to the policy's own entries, their subdomains and apexes, and
+PATCH), suspend and resume, delete, lifecycle calls without a key (list, GET, PATCH, DELETE and create:
+refused as the model's key check refuses them, and nothing changes), egress probes run inside a sandbox
+through ``/api/v1/processes/run`` (``getent hosts NAME`` and ``curl -s URL`` to the policy's own entries, their subdomains and apexes, and
 unrelated hosts; :mod:`contracts.tensorlake` decides the outcome), ingress requests to the management port and
 to exposed and unexposed user ports with and without credentials (HTTP and, with the admin API, WebSocket), a
 PATCH while a WebSocket into the sandbox is open, and, only with the ``/_mock`` admin API, injected 503s on

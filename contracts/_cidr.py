@@ -79,6 +79,8 @@ class CidrIndex:
 
     __slots__ = ("_tables",)
 
+    _tables: tuple[tuple[int, dict[int, int]], ...]
+
     def __init__(self, rules: Iterable[tuple[int, int, int]]) -> None:
         """Index ``(network, prefix, position)`` triples; the lowest position wins for duplicates."""
         by_prefix: dict[int, dict[int, int]] = {}
@@ -86,9 +88,18 @@ class CidrIndex:
             table = by_prefix.setdefault(prefix, {})
             if network not in table or position < table[network]:
                 table[network] = position
-        self._tables: tuple[tuple[int, dict[int, int]], ...] = tuple(
-            (prefix_mask(prefix), by_prefix[prefix]) for prefix in sorted(by_prefix, reverse=True)
-        )
+        self._tables = self._ordered(by_prefix)
+
+    @staticmethod
+    def _ordered(by_prefix: dict[int, dict[int, int]]) -> tuple[tuple[int, dict[int, int]], ...]:
+        return tuple((prefix_mask(prefix), by_prefix[prefix]) for prefix in sorted(by_prefix, reverse=True))
+
+    @classmethod
+    def from_tables(cls, by_prefix: dict[int, dict[int, int]]) -> CidrIndex:
+        """Adopt ready ``prefix -> {network: lowest position}`` tables without copying them."""
+        index = cls.__new__(cls)
+        index._tables = cls._ordered(by_prefix)
+        return index
 
     def __len__(self) -> int:
         """Return the number of distinct indexed networks."""

@@ -89,6 +89,14 @@ class DomainIndex:
                 if name not in table or position < table[name]:
                     table[name] = position
 
+    @classmethod
+    def from_tables(cls, exact: dict[str, int], wildcard: dict[str, int]) -> DomainIndex:
+        """Adopt ready ``name -> lowest position`` tables (wildcard names without ``*.``) without copying them."""
+        index = cls.__new__(cls)
+        index._exact = exact
+        index._wildcard = wildcard
+        return index
+
     def __len__(self) -> int:
         """Return the number of indexed names."""
         return len(self._exact) + len(self._wildcard)

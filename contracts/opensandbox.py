@@ -73,8 +73,17 @@ ERROR_CODES: tuple[str, ...] = (
     INVALID_RULES,
 )
 
-_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 _MAX_NAME = 253
+#: A lowercase domain or ``*.`` wildcard of whole labels, none starting or ending with a hyphen. One of at
+#: most ``_SHORT`` characters has no label over 63 and is no name over 253; if its last character is no digit,
+#: it is neither an IP nor a name whose last label is numeric: ``canonical_target`` keeps it as it is.
+_PLAIN_LABEL = r"[a-z0-9_]+(?:-+[a-z0-9_]+)*"
+_PLAIN_TARGET = re.compile(rf"(?:\*\.)?{_PLAIN_LABEL}(?:\.{_PLAIN_LABEL})*")
+_SHORT = 63
+#: The canonical spelling of each IPv4 octet: a dotted quad of four of these is its own canonical form.
+_OCTETS = frozenset(str(octet) for octet in range(256))
 
 __all__ = [
     "ACTIONS",
@@ -99,8 +108,13 @@ def _is_domain(name: str) -> bool:
     """Tell whether a lowercase name without trailing dot is a syntactically valid domain."""
     if not name or len(name) > _MAX_NAME:
         return False
-    labels = name.split(".")
-    return all(_LABEL.fullmatch(label) for label in labels) and not labels[-1].isdigit()
+    return _NAME.fullmatch(name) is not None and not name.rpartition(".")[2].isdigit()
+
+
+def _is_canonical_ipv4(text: str) -> bool:
+    """Tell whether ``text`` is a dotted quad spelled as ``ipaddress`` writes it (no leading zeros)."""
+    parts = text.split(".")
+    return len(parts) == 4 and _OCTETS.issuperset(parts)
 
 
 def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -123,11 +137,23 @@ def _strip_dot(text: str) -> str:
 
 def canonical_target(raw: object, where: str = "target") -> str:
     """Return the canonical form of a rule target, or raise PolicyError naming ``where``."""
+    if type(raw) is str and len(raw) <= _SHORT:  # already canonical: what _checked_target returns, sooner
+        if raw[-1:].isdigit():
+            if _is_canonical_ipv4(raw):
+                return raw
+        elif _PLAIN_TARGET.fullmatch(raw):
+            return raw
+    return _checked_target(raw, where)
+
+
+def _checked_target(raw: object, where: str) -> str:
+    """Return the canonical form of a rule target, or raise PolicyError naming ``where``: the rule itself."""
     if not isinstance(raw, str):
         raise PolicyError(INVALID_TARGET, f"{where}: target must be a string, got {type(raw).__name__}")
-    if not raw.strip():
+    stripped = raw.strip()
+    if not stripped:
         raise PolicyError(INVALID_TARGET, f"{where}: target must not be blank")
-    if raw != raw.strip():
+    if raw != stripped:
         raise PolicyError(INVALID_TARGET, f"{where}: target {raw!r} has surrounding whitespace")
     text = raw.lower()
     if "/" in text:
@@ -166,7 +192,7 @@ def canonical_host(raw: object) -> str:
     return text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NetworkRule:
     """One egress rule; the target is stored in canonical form."""
 
@@ -198,6 +224,14 @@ class NetworkRule:
         return self.target == host
 
     @classmethod
+    def _canonical(cls, action: Action, target: str) -> NetworkRule:
+        """Return a rule from a valid action and an already canonical target, skipping ``__post_init__``."""
+        rule = object.__new__(cls)
+        _set_action(rule, action)  # frozen: written through the slots, as __init__ does
+        _set_target(rule, target)
+        return rule
+
+    @classmethod
     def from_json(cls, obj: object, where: str = "rule") -> NetworkRule:
         """Parse one ``{"action", "target"}`` object, naming ``where`` in errors."""
         if not isinstance(obj, Mapping):
@@ -212,11 +246,15 @@ class NetworkRule:
         if action not in ACTIONS:
             raise PolicyError(INVALID_ACTION, f"{where}.action: must be 'allow' or 'deny', got {action!r}")
         target = canonical_target(obj["target"], f"{where}.target")
-        return cls(cast(Action, action), target)
+        return cls._canonical(cast(Action, action), target)
 
     def to_json(self) -> dict[str, str]:
         """Return the wire form of the rule."""
         return {"action": self.action, "target": self.target}
+
+
+_set_action = NetworkRule.__dict__["action"].__set__  # the slots' descriptors: what a frozen __init__ uses
+_set_target = NetworkRule.__dict__["target"].__set__
 
 
 @dataclass(frozen=True)
@@ -267,9 +305,14 @@ class NetworkPolicy:
     def _index(self) -> _Index:
         """Build the lookup index on first use."""
         index = _Index()
-        for position, rule in enumerate(self.egress):
-            table = index.wildcard if rule.is_wildcard else index.exact
-            table.setdefault(rule.suffix, position)
+        exact, wildcard = index.exact, index.wildcard
+        egress = self.egress
+        for position in range(len(egress) - 1, -1, -1):  # backwards: the first position of a key is written last
+            target = egress[position].target
+            if target.startswith("*."):  # rule.is_wildcard and rule.suffix, without two property calls a rule
+                wildcard[target[2:]] = position
+            else:
+                exact[target] = position
         return index
 
     @classmethod
@@ -290,7 +333,9 @@ class NetworkPolicy:
             egress = []
         if not isinstance(egress, list | tuple):
             raise PolicyError(INVALID_EGRESS, f"egress must be a list, got {type(egress).__name__}")
-        rules = tuple(NetworkRule.from_json(item, f"egress[{i}]") for i, item in enumerate(egress))
+        rules = tuple(
+            [_plain_rule(item) or NetworkRule.from_json(item, f"egress[{i}]") for i, item in enumerate(egress)]
+        )
         return cls(cast(Action | None, default), rules)
 
     def to_json(self) -> dict[str, Any]:
@@ -300,6 +345,24 @@ class NetworkPolicy:
             out["defaultAction"] = self.default_action
         out["egress"] = [rule.to_json() for rule in self.egress]
         return out
+
+
+def _plain_rule(obj: object) -> NetworkRule | None:
+    """Return the rule of a plain ``{"action", "target"}`` dict with a valid target, or None.
+
+    None sends the item through ``NetworkRule.from_json``, which checks it again and names it in its error;
+    this only saves valid rules the formatting of that name and the search for unknown keys.
+    """
+    if type(obj) is not dict or len(obj) != 2:
+        return None
+    action = obj.get("action")
+    target = obj.get("target")
+    if action not in ACTIONS or target is None:
+        return None
+    try:
+        return NetworkRule._canonical(cast(Action, action), canonical_target(target))
+    except PolicyError:
+        return None
 
 
 def _decision_for(policy: NetworkPolicy, position: int | None) -> Decision:

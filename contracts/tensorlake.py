@@ -37,6 +37,8 @@ single host, and the enforcement follows the DNS answers of matching names as th
 
 Decisions use per-config indexes (domain suffix dicts and per-prefix-length CIDR dicts, see ``_domains`` and
 ``_cidr``) built once and cached on the config; ``contracts._naive`` holds the linear scan that checks them.
+A long list that is already canonical (as ``to_json`` writes it) is checked as a whole and indexed in the same
+pass (``_bulk``); any other list takes ``classify_entry`` entry by entry.
 """
 
 from __future__ import annotations
@@ -178,13 +180,20 @@ def classify_entry(raw: object, where: ListName = "allow_out") -> tuple[EntryKin
         raise _fail(INVALID_DOMAIN, where, raw, str(exc)) from None
 
 
-def _normalize_entries(value: object, where: ListName) -> tuple[str, ...]:
+def _normalize_entries(value: object, where: ListName) -> tuple[tuple[str, ...], tuple[DomainIndex, CidrIndex] | None]:
+    """Return the canonical entries, with their indexes when a long, already canonical list gave them at once."""
     if isinstance(value, str) or not isinstance(value, list | tuple):
         raise PolicyError(INVALID_TYPE, f"{where} must be a list of strings, got {type(value).__name__}")
+    from contracts._bulk import canonical_entries  # loaded with the first policy, not with the mocks
+
+    bulk = canonical_entries(value, where)
+    if bulk is not None:
+        entries, domains, networks = bulk
+        return entries, (domains, networks)
     seen: dict[str, None] = {}
     for raw in value:
         seen.setdefault(classify_entry(raw, where)[1], None)
-    return tuple(seen)
+    return tuple(seen), None
 
 
 def _entry_kind(entry: str) -> EntryKind:
@@ -244,8 +253,14 @@ class NetworkConfig:
                 INVALID_TYPE,
                 f"allow_internet_access must be a boolean, got {self.allow_internet_access!r}",
             )
-        object.__setattr__(self, "allow_out", _normalize_entries(self.allow_out, "allow_out"))
-        object.__setattr__(self, "deny_out", _normalize_entries(self.deny_out, "deny_out"))
+        allow_out, allow_index = _normalize_entries(self.allow_out, "allow_out")
+        deny_out, deny_index = _normalize_entries(self.deny_out, "deny_out")
+        object.__setattr__(self, "allow_out", allow_out)
+        object.__setattr__(self, "deny_out", deny_out)
+        if allow_index is not None or deny_index is not None:  # a long list came with its index: keep it
+            allow_domains, allow_ips = allow_index or _build_indexes(allow_out)
+            deny_domains, deny_ips = deny_index or _build_indexes(deny_out)
+            object.__setattr__(self, "_index", PolicyIndex(allow_domains, allow_ips, deny_domains, deny_ips))
 
     @classmethod
     def from_json(cls, obj: object) -> NetworkConfig:

@@ -1,7 +1,7 @@
 """OpenSandbox's sequential specification for the concurrency contract: the mock's own model, one sandbox at a time.
 
 This is the only module of :mod:`harness.concurrency` that imports ``mockserver.opensandbox``: when the model
-moves, re-point the imports here. Each sandbox's state is the model's own dump of an ``OpenSandboxState``
+moves, re-point the imports here. Each sandbox's state is the model's own dump of an ``OpenSandboxModel``
 holding just that sandbox (its filesystem left out), as canonical JSON. :meth:`OpenSandboxSpec.step` loads it,
 calls what the routes call (``parse_create`` + ``create``, ``find``, ``list``, ``delete``, and the sidecar's
 ``apply_patch`` / ``apply_delete`` / ``status_body``) and dumps it again; no rule is restated here.
@@ -23,9 +23,9 @@ from harness.concurrency.modeling import ModelSpec, canonical
 from harness.concurrency.workload import ABSENT
 from mockserver.core import IdFactory, VirtualClock
 from mockserver.opensandbox.model.egress import apply_delete, apply_patch, status_body
+from mockserver.opensandbox.model.operations import OpenSandboxModel
 from mockserver.opensandbox.model.profiles import make_profile
 from mockserver.opensandbox.model.spec import MAX_PAGE_SIZE, parse_create
-from mockserver.opensandbox.model.store import OpenSandboxState
 from mockserver.opensandbox.model.validation import RequestValidationError
 from mockserver.sandbox.filesystem import FileSystem
 
@@ -97,7 +97,7 @@ def list_view(item: Any) -> Hashable:
     return ABSENT if item is None else ("listed", sandbox_view(item))
 
 
-class OpenSandboxSpec(ModelSpec[OpenSandboxState]):
+class OpenSandboxSpec(ModelSpec[OpenSandboxModel]):
     """The OpenSandbox model (Docker runtime profile) as a sequential specification of one sandbox."""
 
     input_of = "an OpenSandbox"
@@ -110,16 +110,16 @@ class OpenSandboxSpec(ModelSpec[OpenSandboxState]):
         self.profile = make_profile("docker")
         super().__init__(strict=strict, start=start)
 
-    def _model(self) -> OpenSandboxState:
-        return OpenSandboxState(self.profile, VirtualClock("manual", start=self.start), IdFactory(0))
+    def _model(self) -> OpenSandboxModel:
+        return OpenSandboxModel(self.profile, VirtualClock("manual", start=self.start), IdFactory(0))
 
-    def _ident(self, model: OpenSandboxState) -> str:
+    def _ident(self, model: OpenSandboxModel) -> str:
         return next(iter(model.sandboxes), "not-created")
 
     def _output(self, kind: str, status: int, body: Any) -> Hashable:
         return output_of(kind, status, body, strict=self.strict)
 
-    def _answer(self, model: OpenSandboxState, kind: str, ident: str, request: tuple[Any, ...]) -> Hashable:
+    def _answer(self, model: OpenSandboxModel, kind: str, ident: str, request: tuple[Any, ...]) -> Hashable:
         strict = self.strict
         if kind == "create":
             record = model.create(TENANT, parse_create(json.loads(str(request[1])), self.profile.name))

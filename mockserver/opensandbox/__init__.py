@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .faults import OpenSandboxFaults
     from .mock import OpenSandboxMock
     from .model.auth import ANY_KEY
+    from .model.operations import OpenSandboxModel
     from .model.profiles import EGRESS_PORT, EXECD_PORT, RuntimeProfile
     from .model.records import CommandRecord, SandboxRecord
     from .model.store import OpenSandboxState
@@ -35,6 +36,7 @@ _LAZY = {
     "CommandRecord": ".model.records",
     "OpenSandboxFaults": ".faults",
     "OpenSandboxMock": ".mock",
+    "OpenSandboxModel": ".model.operations",
     "OpenSandboxState": ".model.store",
     "PortDispatcher": ".routes.ports",
     "RuntimeProfile": ".model.profiles",
@@ -64,6 +66,7 @@ __all__ = [
     "CommandRecord",
     "OpenSandboxFaults",
     "OpenSandboxMock",
+    "OpenSandboxModel",
     "OpenSandboxState",
     "PortDispatcher",
     "RuntimeProfile",

@@ -40,8 +40,8 @@ from .linux_jupyter import JupyterListeners
 from .model.config import ServerConfig
 from .model.egress import effective_policy
 from .model.execd import disk_limit_bytes, memory_limit_bytes
+from .model.operations import OpenSandboxModel
 from .model.records import SandboxRecord
-from .model.store import OpenSandboxState
 
 __all__ = ["LinuxSandboxes"]
 
@@ -53,7 +53,7 @@ class LinuxSandboxes(SandboxBindings[SandboxRecord, object]):
     """The real sandboxes of one OpenSandbox mock (each record's applied policy object); thread-safe."""
 
     def __init__(
-        self, state: OpenSandboxState, config: ServerConfig, dns: DnsTable, limits: SandboxLimits | None = None
+        self, state: OpenSandboxModel, config: ServerConfig, dns: DnsTable, limits: SandboxLimits | None = None
     ) -> None:
         super().__init__(dns, limits)
         self.state = state

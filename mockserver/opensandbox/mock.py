@@ -25,6 +25,7 @@ releases its sandboxes.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,12 +37,9 @@ from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
 from mockserver.core.capacity import Capacity
 from mockserver.core.changes import Persistent
-from mockserver.runtime.emulator import Runner
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
-from .commands import CommandRuntime, EmulatorCommands, RunnerFactory, emulator_runner
-from .execution import Execd
 from .faults import OpenSandboxFaults
 from .model import admin as admin_model
 from .model import faults as model_faults
@@ -49,9 +47,9 @@ from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
 from .model.endpoints import PublishedPort, host_port_target, published_ports
+from .model.operations import OpenSandboxModel
 from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
-from .model.store import OpenSandboxState
 from .routes import admin
 from .routes.echo import sandbox_echo
 from .routes.gate import RequestGate
@@ -61,7 +59,10 @@ from .routes.render import SANDBOX_KEY, exception_handlers
 if TYPE_CHECKING:
     from mockserver.asgi.host_ports import HostPortListeners
     from mockserver.linux import SandboxLimits
+    from mockserver.runtime.emulator import Runner
 
+    from .commands import CommandRuntime, RunnerFactory
+    from .execution import Execd
     from .linux_sandboxes import LinuxSandboxes
     from .model.server_file import ServerFile
 
@@ -193,20 +194,18 @@ class OpenSandboxMock(HttpMock):
             resume_seconds=resume_seconds,
             stop_seconds=stop_seconds,
         )
-        self.state = OpenSandboxState(self.profile, self.clock, self.ids)
+        self.state = OpenSandboxModel(self.profile, self.clock, self.ids)
         self.state.egress_without_policy = egress_without_policy
         self.capacity = capacity or Capacity()
         self.state.use_capacity(self.capacity)
         self.http = http or HttpTable()
-        self.commands: CommandRuntime
+        self._runner_factory = runner_factory
+        self._commands: CommandRuntime | None = None
+        self._execd: Execd | None = None
+        self._building = threading.Lock()
         linux: LinuxSandboxes | None = None
         if runtime == "linux":
-            linux, self.execd = self._compose_linux()
-        else:
-            self.commands = EmulatorCommands(
-                self.clock, self.ids, self.dns, self.config.enforcement, runner_factory or self.make_runner
-            )
-            self.execd = Execd(self.commands)
+            linux, self._execd = self._compose_linux()
         self.catalogue = OpenSandboxFaults(self)
         services: dict[int, ASGIApp] = {  # each built on its first request
             EXECD_PORT: OnFirstCall(lambda: service_router([*self.execd_routes(), *self.file_routes()])),
@@ -235,10 +234,40 @@ class OpenSandboxMock(HttpMock):
         linux.follow_clock(self.clock)
         self.linux = linux
         backend = LinuxBackend(linux.ensure_async)
-        self.commands = LinuxCommandRuntime(self.clock, self.ids, backend, linux.oom)
+        from .execution import Execd
+
+        self._commands = commands = LinuxCommandRuntime(self.clock, self.ids, backend, linux.oom)
         self.code_contexts = CodeContexts(self.clock, self.ids, backend)
         self.ptys = PtySessions(backend, lambda: self.ids.token(16, "0123456789abcdef"))
-        return linux, Execd(self.commands, self.code_contexts, self.ptys)
+        return linux, Execd(commands, self.code_contexts, self.ptys)
+
+    @property
+    def commands(self) -> CommandRuntime:
+        """Return the command runtime; the emulator's is built on first use (with its modules), not at start."""
+        commands = self._commands
+        if commands is None:
+            with self._building:
+                if self._commands is None:
+                    from .commands import EmulatorCommands
+
+                    factory = self._runner_factory or self.make_runner
+                    self._commands = EmulatorCommands(self.clock, self.ids, self.dns, self.config.enforcement, factory)
+                commands = self._commands
+        return commands
+
+    @property
+    def execd(self) -> Execd:
+        """Return what execd's routes run on (commands, sessions, code contexts, PTYs), built with the first."""
+        execd = self._execd
+        if execd is None:
+            commands = self.commands
+            with self._building:
+                if self._execd is None:
+                    from .execution import Execd
+
+                    self._execd = Execd(commands)
+                execd = self._execd
+        return execd
 
     def close(self) -> None:
         """Release the runtime's sandboxes (the linux runtime's namespaces, processes and files); idempotent."""
@@ -249,6 +278,8 @@ class OpenSandboxMock(HttpMock):
 
     def make_runner(self, sb: SandboxRecord, gate: PolicyGate) -> Runner:
         """Return a sandbox's command runner: the shared emulator on its filesystem and egress gate."""
+        from .commands import emulator_runner
+
         return emulator_runner(sb, gate, self.http)
 
     def execd_routes(self) -> list[BaseRoute]:
@@ -274,7 +305,8 @@ class OpenSandboxMock(HttpMock):
     def reset_state(self) -> None:
         """Forget every sandbox, snapshot and telemetry event."""
         self.state.clear()
-        self.commands.clear()
+        if self._commands is not None:  # none built: none running
+            self._commands.clear()
         self._forget_live()
 
     def _forget_live(self) -> None:
@@ -290,7 +322,8 @@ class OpenSandboxMock(HttpMock):
     def load_state(self, data: dict[str, Any]) -> None:
         """Replace the state with :meth:`dump_state` output."""
         self.state.load(data)
-        self.commands.clear()
+        if self._commands is not None:
+            self._commands.clear()
         self._forget_live()
 
     def routes(self) -> list[BaseRoute]:

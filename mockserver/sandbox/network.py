@@ -5,11 +5,13 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 from urllib.parse import urlsplit
 
 from .filesystem import FsError
-from .steps import Invocation
+
+if TYPE_CHECKING:
+    from .steps import Invocation  # the command steps load with the first command, not with the mocks
 
 ResolutionError = Literal["dns_blocked", "nxdomain"]
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -47,7 +47,7 @@ def test_dir_lists_the_public_names_before_they_load(package: types.ModuleType) 
         ("mockserver.sandbox", "CommandEmulator", "mockserver.sandbox.commands"),
         ("mockserver.linux", "LinuxRuntime", "mockserver.linux.runtime"),
         ("mockserver.tensorlake.model", "TensorLakeModel", "mockserver.tensorlake.model.operations"),
-        ("mockserver.opensandbox.model", "OpenSandboxState", "mockserver.opensandbox.model.store"),
+        ("mockserver.opensandbox.model", "OpenSandboxModel", "mockserver.opensandbox.model.operations"),
     ],
 )
 def test_the_packages_load_a_name_only_when_it_is_used(package: str, name: str, home: str) -> None:

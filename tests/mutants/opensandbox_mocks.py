@@ -27,8 +27,8 @@ from harness.reporting.mutation import register_mutants
 from mockserver.opensandbox import OpenSandboxMock
 from mockserver.opensandbox.model.egress import PolicyGate, status_body
 from mockserver.opensandbox.model.forwarding import CONNECTION_HEADERS
+from mockserver.opensandbox.model.operations import OpenSandboxModel
 from mockserver.opensandbox.model.records import SandboxRecord, paginate
-from mockserver.opensandbox.model.store import OpenSandboxState
 from mockserver.opensandbox.routes.egress import EgressContext, egress_routes
 from mockserver.opensandbox.routes.ports import PortDispatcher
 from mockserver.opensandbox.routes.render import sandbox_of
@@ -144,7 +144,7 @@ class MutantMock(OpenSandboxMock):
         return self.mutate(super().wrap(app))
 
 
-def _with_state(mock: OpenSandboxMock, cls: type[OpenSandboxState]) -> OpenSandboxMock:
+def _with_state(mock: OpenSandboxMock, cls: type[OpenSandboxModel]) -> OpenSandboxMock:
     """Swap the mock's state model for a subclass (before its app is built)."""
     mock.state.__class__ = cls
     return mock
@@ -185,7 +185,7 @@ class NullExpiresAt(MutantMock):
         return ResponseRewrite(app, lambda method, path: path.startswith("/v1/sandboxes"), body=fill)
 
 
-class _GhostState(OpenSandboxState):
+class _GhostState(OpenSandboxModel):
     """Deleted sandboxes stay in the listing."""
 
     def clear(self) -> None:
@@ -218,7 +218,7 @@ class _GhostState(OpenSandboxState):
                     self.index.drop(key)
 
 
-class _OldestFirstState(OpenSandboxState):
+class _OldestFirstState(OpenSandboxModel):
     """The listing is sorted oldest first."""
 
     def list(
@@ -229,7 +229,7 @@ class _OldestFirstState(OpenSandboxState):
         return paginate(list(reversed(items)), page, page_size)
 
 
-class _CaseSensitiveStateFilter(OpenSandboxState):
+class _CaseSensitiveStateFilter(OpenSandboxModel):
     """The ``state`` filter compares case-sensitively."""
 
     def list(
@@ -241,7 +241,7 @@ class _CaseSensitiveStateFilter(OpenSandboxState):
         return paginate([i for i in items if not wanted or i["status"]["state"] in wanted], page, page_size)
 
 
-class _PauseWhilePausedState(OpenSandboxState):
+class _PauseWhilePausedState(OpenSandboxModel):
     """Pausing a paused sandbox succeeds instead of answering 409."""
 
     def pause(self, tenant: str, sandbox_id: str) -> None:
@@ -251,7 +251,7 @@ class _PauseWhilePausedState(OpenSandboxState):
         super().pause(tenant, sandbox_id)
 
 
-class _RenewIgnoredState(OpenSandboxState):
+class _RenewIgnoredState(OpenSandboxModel):
     """Renew answers the new time but keeps the old expiry."""
 
     def renew(self, tenant: str, sandbox_id: str, expires_at: datetime) -> float:
@@ -263,7 +263,7 @@ class _RenewIgnoredState(OpenSandboxState):
         return new
 
 
-class _NeverExpiresState(OpenSandboxState):
+class _NeverExpiresState(OpenSandboxModel):
     """Sandboxes outlive their ``expiresAt``."""
 
     def settle(self, sb: SandboxRecord, now: float) -> None:
@@ -493,7 +493,7 @@ class MockMutant:
         return self.build()
 
 
-def _state_mutant(cls: type[OpenSandboxState]) -> Callable[[], OpenSandboxMock]:
+def _state_mutant(cls: type[OpenSandboxModel]) -> Callable[[], OpenSandboxMock]:
     return lambda: _with_state(OpenSandboxMock(), cls)
 
 

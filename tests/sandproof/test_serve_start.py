@@ -16,6 +16,9 @@ DEFERRED = (
     "mockserver.tensorlake.routes.lifecycle",
     "mockserver.opensandbox.routes.lifecycle",
     "mockserver.opensandbox.routes.diagnostics",
+    "mockserver.opensandbox.commands",
+    "mockserver.opensandbox.execution",
+    "mockserver.sandbox.steps",
 )
 
 _SERVE = """

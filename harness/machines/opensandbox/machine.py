@@ -2,7 +2,7 @@
 
 ``make_machine(client_factory, admin=...)`` returns a :class:`RuleBasedStateMachine` subclass that drives any
 OpenSandbox server over HTTP (lifecycle ``/v1``, execd on port 44772, the egress sidecar on port 18080) and
-checks **every** answer against :class:`OpenSandboxModel` (``mockserver.opensandbox.model.store.OpenSandboxState``)
+checks **every** answer against :class:`OpenSandboxModel` (``mockserver.opensandbox.model.operations``)
 running on its own manual virtual clock: status code, error code, sandbox bodies (state, metadata,
 ``expiresAt``, ...), list membership, order and pagination, policy contents, command output and exit code.
 Ids are mapped through the ``sandboxes`` bundle (each handle holds the target's id and the model's id);

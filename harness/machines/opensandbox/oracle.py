@@ -19,16 +19,13 @@ from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.opensandbox.model import egress, endpoints, lifecycle
 from mockserver.opensandbox.model.config import ServerConfig
 from mockserver.opensandbox.model.errors import wire_code
+from mockserver.opensandbox.model.operations import OpenSandboxModel
 from mockserver.opensandbox.model.ports import PortCall, admit_port
 from mockserver.opensandbox.model.profiles import RuntimeProfile
 from mockserver.opensandbox.model.records import SandboxRecord
-from mockserver.opensandbox.model.store import OpenSandboxState
 from mockserver.opensandbox.model.validation import RequestValidationError
 
 __all__ = ["TENANT", "OpenSandboxModel", "Oracle"]
-
-#: The mock's HTTP-free state model, used as the oracle.
-OpenSandboxModel = OpenSandboxState
 
 #: The one tenant the machine's requests act as (its target sees them as the key it sends).
 TENANT = "default"

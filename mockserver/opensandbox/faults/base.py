@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from mockserver.core import FaultSet, VirtualClock
 
-from ..model.store import OpenSandboxState
+from ..model.operations import OpenSandboxModel
 
 __all__ = ["COMMON_PARAMS", "CREATE", "EXECD", "ONE_SANDBOX", "OpenSandboxFaultHost"]
 
@@ -40,7 +40,7 @@ class OpenSandboxFaultHost(Protocol):
         ...
 
     @property
-    def state(self) -> OpenSandboxState:
+    def state(self) -> OpenSandboxModel:
         """The mock's sandboxes."""
         ...
 

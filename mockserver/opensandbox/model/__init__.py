@@ -8,7 +8,8 @@ httpx or the HTTP layer.
 
 Modules: :mod:`.profiles` (runtimes), :mod:`.bodies` (the request bodies, declared as pydantic models),
 :mod:`.validation` (FastAPI's body decoding and 422), :mod:`.spec` (the create request's runtime checks),
-:mod:`.records` (sandbox, command and snapshot records), :mod:`.store` (the sandboxes and their state machine),
+:mod:`.records` (sandbox, command and snapshot records), :mod:`.store` (the sandboxes, their lookups and the clock's
+transitions), :mod:`.operations` (what changes them),
 :mod:`.auth` (keys and tenants), :mod:`.config` (server settings; :mod:`.server_file` reads them from the real
 server's TOML file), :mod:`.query` (query strings),
 :mod:`.lifecycle` (the lifecycle operations), :mod:`.endpoints` (endpoint resolution), :mod:`.ports` (the
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from .auth import ANY_KEY, AnyKey, KeyOption, KeyTable
     from .config import DEFAULT_HOST, ServerConfig
     from .errors import ExecdAuthError, TextError, wire_code
+    from .operations import OpenSandboxModel
     from .ports import PortCall, admit_port
     from .profiles import EGRESS_PORT, EXECD_PORT, SERVER_VERSION, ProfileName, RuntimeProfile, make_profile
     from .records import CommandRecord, SandboxRecord, SnapshotRecord
@@ -46,6 +48,7 @@ _HOMES = {
     "ExecdAuthError": ".errors",
     "KeyOption": ".auth",
     "KeyTable": ".auth",
+    "OpenSandboxModel": ".operations",
     "OpenSandboxState": ".store",
     "PortCall": ".ports",
     "ProfileName": ".profiles",
@@ -75,6 +78,7 @@ __all__ = [
     "ExecdAuthError",
     "KeyOption",
     "KeyTable",
+    "OpenSandboxModel",
     "OpenSandboxState",
     "PortCall",
     "ProfileName",

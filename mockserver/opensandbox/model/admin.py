@@ -10,19 +10,19 @@ from typing import Any
 from mockserver.core import ApiError, json_object
 
 from . import faults
+from .operations import OpenSandboxModel
 from .profiles import EGRESS_PORT, EXECD_PORT
 from .records import SandboxRecord
-from .store import OpenSandboxState
 
 __all__ = ["fail_sandbox", "oom_kill", "sandbox_summaries", "sandbox_summary"]
 
 
-def _live(state: OpenSandboxState, sandbox_id: str) -> None:
+def _live(state: OpenSandboxModel, sandbox_id: str) -> None:
     if state.lookup(sandbox_id) is None:
         raise ApiError(404, "sandbox_not_found", f"no sandbox {sandbox_id}")
 
 
-def oom_kill(state: OpenSandboxState, sandbox_id: str, body: Any) -> dict[str, Any]:
+def oom_kill(state: OpenSandboxModel, sandbox_id: str, body: Any) -> dict[str, Any]:
     """OOM-kill a sandbox now (exit 137), or with ``{"on_next_exec": true}`` at its next command.
 
     ``{"wording": name}`` picks one of :data:`~.profiles.OOM_WORDINGS` (default: the runtime's own).
@@ -38,7 +38,7 @@ def oom_kill(state: OpenSandboxState, sandbox_id: str, body: Any) -> dict[str, A
     return state.find(sandbox_id).to_json()
 
 
-def fail_sandbox(state: OpenSandboxState, sandbox_id: str, body: Any) -> dict[str, Any]:
+def fail_sandbox(state: OpenSandboxModel, sandbox_id: str, body: Any) -> dict[str, Any]:
     """Mark a sandbox Failed with ``reason`` and ``message`` (default: its container exited with code 1)."""
     options = json_object(body)
     reason = options.get("reason", "CONTAINER_EXITED_ERROR")
@@ -71,7 +71,7 @@ def sandbox_summary(sb: SandboxRecord) -> dict[str, Any]:
     }
 
 
-def sandbox_summaries(state: OpenSandboxState) -> list[dict[str, Any]]:
+def sandbox_summaries(state: OpenSandboxModel) -> list[dict[str, Any]]:
     """Return every tenant's live sandboxes, transitions that are due applied first."""
     state.settle_all()
     with state.lock:

@@ -29,9 +29,9 @@ from mockserver.core import ApiError, IdFactory, VirtualClock
 from mockserver.sandbox.filesystem import FsError, normpath
 
 from .errors import ExecdAuthError, unreachable
+from .operations import OpenSandboxModel
 from .profiles import EXECD_PORT
 from .records import CommandRecord, SandboxRecord
-from .store import OpenSandboxState
 
 __all__ = [
     "DEVIATING_OPERATIONS",
@@ -185,7 +185,7 @@ def _quote(arg: str) -> str:
     return "'" + arg.replace("'", "'\"'\"'") + "'"
 
 
-def prepare_run(state: OpenSandboxState, sb: SandboxRecord, body: Any, *, via_proxy: bool) -> RunRequest:
+def prepare_run(state: OpenSandboxModel, sb: SandboxRecord, body: Any, *, via_proxy: bool) -> RunRequest:
     """Validate ``POST /command``; a sandbox armed to be OOM-killed dies now and the proxy answers 502."""
     data, unknown = _object(body, RUN_FIELDS)
     command = data.get("command")

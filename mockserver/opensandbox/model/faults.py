@@ -3,16 +3,16 @@
 Each function checks its input first and changes nothing when it refuses (an :class:`ApiError` with a code):
 404 ``sandbox_not_found`` for a sandbox that is not there, 400 for a bad value. The named catalogue
 (:mod:`mockserver.opensandbox.faults`) and the admin routes call these; the state machine and execd apply
-what they arm (:mod:`.store`, :mod:`.execd`).
+what they arm (:mod:`.operations`, :mod:`.execd`).
 """
 
 from __future__ import annotations
 
 from mockserver.core import ApiError
 
+from .operations import OpenSandboxModel
 from .profiles import OOM_WORDINGS
 from .records import SandboxRecord
-from .store import OpenSandboxState
 
 __all__ = [
     "TRANSITIONS",
@@ -29,21 +29,21 @@ __all__ = [
 TRANSITIONS = ("pause", "resume")
 
 
-def _live(state: OpenSandboxState, sandbox_id: str) -> SandboxRecord:
+def _live(state: OpenSandboxModel, sandbox_id: str) -> SandboxRecord:
     sb = state.lookup(sandbox_id)
     if sb is None:
         raise ApiError(404, "sandbox_not_found", f"no sandbox {sandbox_id}")
     return sb
 
 
-def _wording(state: OpenSandboxState, wording: str | None) -> str:
+def _wording(state: OpenSandboxModel, wording: str | None) -> str:
     name = wording or state.profile.default_oom_wording
     if name not in OOM_WORDINGS:
         raise ApiError(400, "invalid_wording", f"unknown OOM wording {name!r}: expected one of {sorted(OOM_WORDINGS)}")
     return name
 
 
-def oom_kill(state: OpenSandboxState, sandbox_id: str, wording: str | None = None) -> SandboxRecord:
+def oom_kill(state: OpenSandboxModel, sandbox_id: str, wording: str | None = None) -> SandboxRecord:
     """Mark a sandbox Failed now, as an OOM kill (exit 137) worded as ``wording`` (default: the runtime's)."""
     name = _wording(state, wording)
     _live(state, sandbox_id)
@@ -51,7 +51,7 @@ def oom_kill(state: OpenSandboxState, sandbox_id: str, wording: str | None = Non
     return state.find(sandbox_id)
 
 
-def oom_on_next_exec(state: OpenSandboxState, sandbox_id: str, wording: str | None = None) -> SandboxRecord:
+def oom_on_next_exec(state: OpenSandboxModel, sandbox_id: str, wording: str | None = None) -> SandboxRecord:
     """Arm an OOM kill on the sandbox's next ``POST /command``: it answers 502 and the sandbox turns Failed."""
     name = _wording(state, wording)
     _live(state, sandbox_id)
@@ -59,7 +59,7 @@ def oom_on_next_exec(state: OpenSandboxState, sandbox_id: str, wording: str | No
 
 
 def fail_next_transition(
-    state: OpenSandboxState,
+    state: OpenSandboxModel,
     sandbox_id: str,
     operation: str = "pause",
     reason: str | None = None,
@@ -77,7 +77,7 @@ def fail_next_transition(
 
 
 def stall_next_transition(
-    state: OpenSandboxState, sandbox_id: str, operation: str = "pause", seconds: float | None = None
+    state: OpenSandboxModel, sandbox_id: str, operation: str = "pause", seconds: float | None = None
 ) -> SandboxRecord:
     """Make the sandbox's next ``operation`` (pause or resume) stay Pausing/Resuming ``seconds`` (None: for good)."""
     if operation not in TRANSITIONS:
@@ -91,7 +91,7 @@ def stall_next_transition(
     return sb
 
 
-def hold_command_running(state: OpenSandboxState, sandbox_id: str | None = None, polls: int = 3) -> int:
+def hold_command_running(state: OpenSandboxModel, sandbox_id: str | None = None, polls: int = 3) -> int:
     """Make the next command (of ``sandbox_id``, or of any sandbox) report running for ``polls`` status polls."""
     if isinstance(polls, bool) or not isinstance(polls, int) or polls < 1:
         raise ApiError(400, "invalid_polls", "polls must be a positive integer")
@@ -106,13 +106,13 @@ def hold_command_running(state: OpenSandboxState, sandbox_id: str | None = None,
     return polls
 
 
-def recover(state: OpenSandboxState, sandbox_id: str) -> SandboxRecord:
+def recover(state: OpenSandboxModel, sandbox_id: str) -> SandboxRecord:
     """Put a Failed sandbox back to Running (409 ``sandbox_not_failed`` when it is not Failed)."""
     _live(state, sandbox_id)
     return state.recover(sandbox_id)
 
 
-def expire(state: OpenSandboxState, sandbox_id: str) -> None:
+def expire(state: OpenSandboxModel, sandbox_id: str) -> None:
     """Make a sandbox reach its expiry now (a GET then answers 404)."""
     _live(state, sandbox_id)
     state.expire(sandbox_id)

@@ -1,7 +1,7 @@
 """The lifecycle API's operations: one function per route, from a decoded request to a plain answer.
 
-Each function takes the state, the caller's tenant and what the request carried (a decoded JSON body,
-query pairs, path values), applies the real server's checks in its order (body model first, as FastAPI
+Each function takes the model (:class:`~.operations.OpenSandboxModel`), the caller's tenant and what the
+request carried (a decoded JSON body, query pairs, path values), applies the real server's checks in its order (body model first, as FastAPI
 does, then the sandbox lookup, then the state rules) and returns the response body as a dict, or raises
 an :class:`~mockserver.core.ApiError` / :class:`~.validation.RequestValidationError`. The bodies are validated by
 their declarations (:mod:`.bodies`), imported on first use.
@@ -26,11 +26,11 @@ from typing import Any
 
 from .config import ServerConfig
 from .errors import TextError
+from .operations import OpenSandboxModel
 from .profiles import SERVER_VERSION
 from .query import Query, metadata_filter, page_of, query_last, query_values
 from .records import SandboxRecord, SnapshotRecord
 from .spec import iso, parse_create
-from .store import OpenSandboxState
 
 __all__ = [
     "DEVIATING_OPERATIONS",
@@ -66,7 +66,7 @@ def version() -> dict[str, Any]:
     return {"version": SERVER_VERSION}
 
 
-def metrics_event(state: OpenSandboxState, body: Any) -> None:
+def metrics_event(state: OpenSandboxModel, body: Any) -> None:
     """Accept an SDK telemetry event (:class:`.bodies.MetricsEvent`: ``sandbox.create``, its duration and outcome);
     422 when malformed. The body is kept as sent."""
     from .bodies import MetricsEvent, validated
@@ -76,7 +76,7 @@ def metrics_event(state: OpenSandboxState, body: Any) -> None:
 
 
 def create_sandbox(
-    state: OpenSandboxState, tenant: str, body: Any, config: ServerConfig | None = None
+    state: OpenSandboxModel, tenant: str, body: Any, config: ServerConfig | None = None
 ) -> tuple[SandboxRecord, dict[str, Any]]:
     """Create a sandbox (202): return its record and the ``CreateSandboxResponse`` body."""
     allowed = config.allowed_host_paths if config is not None else ()
@@ -93,34 +93,34 @@ def create_sandbox(
     return sb, sb.create_response()
 
 
-def get_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> dict[str, Any]:
+def get_sandbox(state: OpenSandboxModel, tenant: str, sandbox_id: str) -> dict[str, Any]:
     """Return one sandbox's body (cached per revision: read-only); 404 for an unknown one or another tenant's."""
     return state.wire(state.find(sandbox_id, tenant))
 
 
-def list_sandboxes(state: OpenSandboxState, tenant: str, query: Query) -> dict[str, Any]:
+def list_sandboxes(state: OpenSandboxModel, tenant: str, query: Query) -> dict[str, Any]:
     """Return a page of the tenant's sandboxes: ``state`` OR-ed, ``metadata`` AND-ed, newest first."""
     page = page_of(query)
     metadata = metadata_filter(query)
     return state.list(tenant, query_values(query, "state"), metadata, page.page, page.size)
 
 
-def delete_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> None:
+def delete_sandbox(state: OpenSandboxModel, tenant: str, sandbox_id: str) -> None:
     """Delete a sandbox (204)."""
     state.delete(tenant, sandbox_id)
 
 
-def pause_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> None:
+def pause_sandbox(state: OpenSandboxModel, tenant: str, sandbox_id: str) -> None:
     """Pause a sandbox (202; 409 unless Running)."""
     state.pause(tenant, sandbox_id)
 
 
-def resume_sandbox(state: OpenSandboxState, tenant: str, sandbox_id: str) -> None:
+def resume_sandbox(state: OpenSandboxModel, tenant: str, sandbox_id: str) -> None:
     """Resume a sandbox (202; 409 unless Paused)."""
     state.resume(tenant, sandbox_id)
 
 
-def renew_expiration(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any) -> dict[str, Any]:
+def renew_expiration(state: OpenSandboxModel, tenant: str, sandbox_id: str, body: Any) -> dict[str, Any]:
     """Set a new expiry time: ``{"expiresAt"}`` in, the stored ``{"expiresAt"}`` out.
 
     422 for a body without a valid ``expiresAt`` (:class:`.bodies.RenewRequest`: RFC 3339 text or a Unix time;
@@ -141,7 +141,7 @@ def renew_expiration(state: OpenSandboxState, tenant: str, sandbox_id: str, body
     return {"expiresAt": iso(state.renew(sb.tenant, sb.id, when))}
 
 
-def patch_metadata(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any) -> dict[str, Any]:
+def patch_metadata(state: OpenSandboxModel, tenant: str, sandbox_id: str, body: Any) -> dict[str, Any]:
     """Merge-patch the metadata (null deletes): 422 unless an object of strings and nulls; the sandbox body."""
     from .bodies import METADATA_PATCH, validated
 
@@ -159,7 +159,7 @@ class CreatedSnapshot:
     location: str
 
 
-def create_snapshot(state: OpenSandboxState, tenant: str, sandbox_id: str, body: Any, delay: float) -> CreatedSnapshot:
+def create_snapshot(state: OpenSandboxModel, tenant: str, sandbox_id: str, body: Any, delay: float) -> CreatedSnapshot:
     """Snapshot a sandbox (202): an optional ``{"name"}`` body; ready after ``delay`` virtual seconds."""
     from .bodies import CreateSnapshotRequest, validated
 
@@ -173,7 +173,7 @@ def create_snapshot(state: OpenSandboxState, tenant: str, sandbox_id: str, body:
 SQLITE_MAX_INTEGER = 2**63 - 1
 
 
-def list_snapshots(state: OpenSandboxState, tenant: str, query: Query) -> dict[str, Any]:
+def list_snapshots(state: OpenSandboxModel, tenant: str, query: Query) -> dict[str, Any]:
     """Return a page of the tenant's snapshots (``sandboxId``, ``name`` and ``state`` filters), newest first.
 
     As the real server (``repositories/snapshots/sqlite.py``: ``LIMIT ? OFFSET ?``, the overflow not caught), a
@@ -192,11 +192,11 @@ def list_snapshots(state: OpenSandboxState, tenant: str, query: Query) -> dict[s
     )
 
 
-def get_snapshot(state: OpenSandboxState, tenant: str, snapshot_id: str) -> dict[str, Any]:
+def get_snapshot(state: OpenSandboxModel, tenant: str, snapshot_id: str) -> dict[str, Any]:
     """Return one snapshot's body; 404 ``SNAPSHOT::NOT_FOUND``."""
     return state.find_snapshot(tenant, snapshot_id).to_json(state.clock.now())
 
 
-def delete_snapshot(state: OpenSandboxState, tenant: str, snapshot_id: str) -> None:
+def delete_snapshot(state: OpenSandboxModel, tenant: str, snapshot_id: str) -> None:
     """Delete one snapshot (204)."""
     state.delete_snapshot(tenant, snapshot_id)

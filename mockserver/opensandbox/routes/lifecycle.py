@@ -22,7 +22,7 @@ from .. import openapi
 from ..model import egress, endpoints, lifecycle
 from ..model import pools as pools_model
 from ..model.config import ServerConfig
-from ..model.store import OpenSandboxState
+from ..model.operations import OpenSandboxModel
 from .render import json_body, tenant_of
 
 __all__ = ["ROWS", "SANDBOX_ROWS", "LifecycleContext", "lifecycle_routes"]
@@ -32,7 +32,7 @@ __all__ = ["ROWS", "SANDBOX_ROWS", "LifecycleContext", "lifecycle_routes"]
 class LifecycleContext:
     """What the lifecycle routes use: the state, the server settings and the app serving proxied ports."""
 
-    state: OpenSandboxState
+    state: OpenSandboxModel
     config: ServerConfig
     proxy_app: ASGIApp
 

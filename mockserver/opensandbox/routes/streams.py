@@ -21,8 +21,8 @@ from mockserver.core import IdFactory, VirtualClock
 from ..execution import Execd
 from ..model import execd
 from ..model.execd import RunRequest, frame
+from ..model.operations import OpenSandboxModel
 from ..model.records import SandboxRecord
-from ..model.store import OpenSandboxState
 
 __all__ = ["SSE_HEADERS", "ExecdContext", "command_stream", "event_stream"]
 
@@ -33,7 +33,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel
 class ExecdContext:
     """What execd's routes use: the state (an OOM kill fails a sandbox), the clock, ids and what execd runs on."""
 
-    state: OpenSandboxState
+    state: OpenSandboxModel
     clock: VirtualClock
     ids: IdFactory
     execd: Execd

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from mockserver.core import IdFactory, VirtualClock
+from mockserver.opensandbox.model.operations import OpenSandboxModel
 from mockserver.opensandbox.model.profiles import make_profile
 from mockserver.opensandbox.model.records import SandboxRecord
 from mockserver.opensandbox.model.spec import parse_create
-from mockserver.opensandbox.model.store import OpenSandboxState
 
 BODY: dict[str, Any] = {
     "image": {"uri": "python:3.11"},
@@ -19,11 +19,11 @@ BODY: dict[str, Any] = {
 POLICY = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "pypi.org"}]}
 
 
-def new_state(profile: str = "docker", **timings: float) -> OpenSandboxState:
+def new_state(profile: str = "docker", **timings: float) -> OpenSandboxModel:
     """Return an empty state of ``profile`` on a manual clock."""
-    return OpenSandboxState(make_profile(profile, **timings), VirtualClock("manual"), IdFactory(1))
+    return OpenSandboxModel(make_profile(profile, **timings), VirtualClock("manual"), IdFactory(1))
 
 
-def create(state: OpenSandboxState, tenant: str = "default", **fields: Any) -> SandboxRecord:
+def create(state: OpenSandboxModel, tenant: str = "default", **fields: Any) -> SandboxRecord:
     """Create a sandbox from the valid body with ``fields`` changed."""
     return state.create(tenant, parse_create({**BODY, **fields}, state.profile.name))

@@ -8,7 +8,7 @@ from mockserver.core import ApiError
 from mockserver.opensandbox.model.auth import KeyTable
 from mockserver.opensandbox.model.config import DEFAULT_HOST, ServerConfig
 from mockserver.opensandbox.model.endpoints import resolve_endpoint
-from mockserver.opensandbox.model.store import OpenSandboxState
+from mockserver.opensandbox.model.operations import OpenSandboxModel
 from mockserver.opensandbox.model.validation import RequestValidationError
 
 from .conftest import create, new_state
@@ -17,7 +17,7 @@ CONFIG = ServerConfig()
 
 
 def _resolve(
-    state: OpenSandboxState,
+    state: OpenSandboxModel,
     sandbox_id: str,
     port: str = "44772",
     query: list[tuple[str, str]] | None = None,

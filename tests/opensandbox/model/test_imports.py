@@ -40,8 +40,8 @@ def test_the_model_and_every_module_in_it_load_no_web_stack() -> None:
 
 
 def test_the_package_names_are_lazy() -> None:
-    loaded = _loaded_after("import mockserver.opensandbox\nfrom mockserver.opensandbox import OpenSandboxState")
-    assert "mockserver.opensandbox.model.store" in loaded
+    loaded = _loaded_after("import mockserver.opensandbox\nfrom mockserver.opensandbox import OpenSandboxModel")
+    assert "mockserver.opensandbox.model.operations" in loaded
     assert "mockserver.opensandbox.mock" not in loaded
     assert _web(loaded) == []
 

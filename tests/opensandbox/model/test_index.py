@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from mockserver.core import ApiError
+from mockserver.opensandbox.model.operations import OpenSandboxModel
 from mockserver.opensandbox.model.records import paginate
-from mockserver.opensandbox.model.store import OpenSandboxState
 
 from .conftest import create, new_state
 
@@ -18,7 +18,7 @@ TEAMS = ("a", "b", "c")
 
 
 def _scan(
-    state: OpenSandboxState, tenant: str, states: list[str], metadata: dict[str, str], page: int, size: int
+    state: OpenSandboxModel, tenant: str, states: list[str], metadata: dict[str, str], page: int, size: int
 ) -> Any:
     """The listing as a scan of every live sandbox computes it: filter, stable sort newest first, slice."""
     state.settle_all()
@@ -34,14 +34,14 @@ def _scan(
     return paginate([sb.to_json() for sb in found], page, size)
 
 
-def _step(state: OpenSandboxState, rng: random.Random) -> None:
+def _step(state: OpenSandboxModel, rng: random.Random) -> None:
     try:
         _act(state, rng)
     except ApiError as exc:
         assert exc.status == 409  # a pause or resume in a transitional state
 
 
-def _act(state: OpenSandboxState, rng: random.Random) -> None:
+def _act(state: OpenSandboxModel, rng: random.Random) -> None:
     state.settle_all()
     live = list(state.sandboxes.values())
     roll = rng.random()

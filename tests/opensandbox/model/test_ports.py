@@ -8,10 +8,10 @@ from mockserver.core import ApiError
 from mockserver.opensandbox.model.auth import ANY_KEY, KeyTable, key_tenant
 from mockserver.opensandbox.model.config import ServerConfig
 from mockserver.opensandbox.model.errors import ExecdAuthError, TextError, wire_code
+from mockserver.opensandbox.model.operations import OpenSandboxModel
 from mockserver.opensandbox.model.ports import PortCall, admit_port
 from mockserver.opensandbox.model.profiles import EGRESS_PORT, EXECD_PORT
 from mockserver.opensandbox.model.records import SandboxRecord
-from mockserver.opensandbox.model.store import OpenSandboxState
 
 from .conftest import POLICY, create, new_state
 
@@ -19,7 +19,7 @@ MULTI = ServerConfig(access=KeyTable.from_option({"ka": "a", "kb": "b"}))
 SINGLE = ServerConfig(access=KeyTable.from_option("k"))
 
 
-def _answer(state: OpenSandboxState, config: ServerConfig, call: PortCall) -> tuple[int, str | None] | str:
+def _answer(state: OpenSandboxModel, config: ServerConfig, call: PortCall) -> tuple[int, str | None] | str:
     """Return the admitted sandbox's id, or the refusal as (status, wire code)."""
     try:
         return admit_port(state, config, call).id
@@ -27,7 +27,7 @@ def _answer(state: OpenSandboxState, config: ServerConfig, call: PortCall) -> tu
         return exc.status, wire_code(exc)
 
 
-def _tenant_sandbox(state: OpenSandboxState) -> SandboxRecord:
+def _tenant_sandbox(state: OpenSandboxModel) -> SandboxRecord:
     return create(state, "a", networkPolicy=POLICY)
 
 

@@ -17,6 +17,7 @@ from mockserver.opensandbox.model.endpoints import (
     published_ports,
     resolve_endpoint,
 )
+from mockserver.opensandbox.model.operations import OpenSandboxModel
 from mockserver.opensandbox.model.profiles import make_profile
 from mockserver.opensandbox.model.server_file import (
     ServerFileError,
@@ -24,7 +25,6 @@ from mockserver.opensandbox.model.server_file import (
     outward_ip,
     parse_server_file,
 )
-from mockserver.opensandbox.model.store import OpenSandboxState
 
 RUNTIME = '[runtime]\ntype = "docker"\nexecd_image = "opensandbox/execd:v1.1.0"\n'
 BODY: dict[str, Any] = {
@@ -59,8 +59,8 @@ anything = [1, 2]
 """
 
 
-def _state(profile: str = "docker") -> OpenSandboxState:
-    return OpenSandboxState(make_profile(profile), VirtualClock("manual", start=1_700_000_000), IdFactory(seed=1))
+def _state(profile: str = "docker") -> OpenSandboxModel:
+    return OpenSandboxModel(make_profile(profile), VirtualClock("manual", start=1_700_000_000), IdFactory(seed=1))
 
 
 def _create(config: ServerConfig, **fields: Any) -> tuple[int, str]:
@@ -178,7 +178,7 @@ def test_the_allow_list_admits_host_volumes_under_it() -> None:
     assert _create(_config(RUNTIME + '[storage]\nallowed_host_paths = ["/data/"]\n'), volumes=volume)[0] == 202
 
 
-def _endpoint(config: ServerConfig, port: int, *, proxy: bool = False, state: OpenSandboxState | None = None) -> str:
+def _endpoint(config: ServerConfig, port: int, *, proxy: bool = False, state: OpenSandboxModel | None = None) -> str:
     state = state or _state()
     sb, _ = lifecycle.create_sandbox(state, "default", dict(BODY), config)
     query = [("use_server_proxy", "true")] if proxy else []

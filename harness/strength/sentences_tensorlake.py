@@ -125,6 +125,13 @@ _TL = (
         "tensorlake-api ingress",
     ),
     sentence(
+        "tl.auth.sdk-api-key",
+        "tl-net",
+        "Python and TypeScript SDK clients continue to use only a project-scoped API key.",
+        "api",
+        "tensorlake-api anonymous_call",
+    ),
+    sentence(
         "tl.auth.grpc-websocket",
         "tl-net",
         "You can use the same authenticated routing model for HTTP, gRPC, and WebSocket services",

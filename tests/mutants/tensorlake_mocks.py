@@ -28,7 +28,7 @@ from mockserver.asgi.handlers import Row
 from mockserver.core.errors import ApiError
 from mockserver.tensorlake import TensorLakeGate, TensorLakeMock
 from mockserver.tensorlake.model import Admission, IngressRules, KeyRing, ProxyRequest, TensorLakeModel
-from mockserver.tensorlake.model.auth import bearer_key
+from mockserver.tensorlake.model.auth import bearer_key, is_lifecycle_path
 from mockserver.tensorlake.model.bodies import CreateBody, UpdateBody
 from mockserver.tensorlake.model.records import Sandbox, owner_id
 from mockserver.tensorlake.model.validation import conflict
@@ -278,6 +278,39 @@ class NoWaitCreate200(MutantMock):
     caught_by = "lifecycle"
     contract = "create_answer"
     rows = _swap(lifecycle_routes.create, _sync_create)
+
+
+#: The key a gate that lets anonymous calls through authenticates them with.
+_ANONYMOUS = b"Bearer anonymous"
+
+
+class _AnonymousTenant:
+    """Let a lifecycle call without an ``Authorization`` header through as the tenant of a shared anonymous key."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = list(scope.get("headers") or ())
+        if (
+            scope["type"] == "http"
+            and is_lifecycle_path(str(scope.get("path", "")))
+            and all(k != b"authorization" for k, _ in headers)
+        ):
+            scope = {**scope, "headers": [*headers, (b"authorization", _ANONYMOUS)]}
+        await self.app(scope, receive, send)
+
+
+class AnonymousCallsAllowed(MutantMock):
+    """The lifecycle gate answers a call without a key as an anonymous tenant instead of refusing it."""
+
+    defect = "a lifecycle call without an Authorization header is served (as an anonymous tenant), not refused"
+    caught_by = "lifecycle"
+    contract = "anonymous_refused"
+
+    def mutate(self, app: ASGIApp) -> ASGIApp:
+        """Give keyless lifecycle calls the anonymous key in front of the gate."""
+        return _AnonymousTenant(app)
 
 
 # --- wrong proxies ------------------------------------------------------------------------------------------
@@ -565,6 +598,7 @@ MUTANTS: tuple[type[MutantMock], ...] = (
     TimeoutKillsNamed,
     NameKeptAfterDelete,
     NoWaitCreate200,
+    AnonymousCallsAllowed,
     ManagementPortPublic,
     SessionCookieForwarded,
     UpgradeForwardsCredentials,
@@ -583,6 +617,7 @@ register_classes(SUITE, MUTANTS)
 __all__ = [
     "MUTANTS",
     "SUITE",
+    "AnonymousCallsAllowed",
     "BareJsonRunStream",
     "ConnectionDroppedOnUpdate",
     "DenyDoesNotWin",

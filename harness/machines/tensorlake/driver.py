@@ -65,7 +65,9 @@ KEYS_PATH = "/_mock/tensorlake/api-keys"
 
 #: Report operation → the rules its machine runs (``create`` always runs).
 OPERATIONS: dict[str, frozenset[str]] = {
-    "lifecycle": frozenset({"create", "create_named_like", "get", "get_by_name", "list_sandboxes", "delete"}),
+    "lifecycle": frozenset(
+        {"create", "create_named_like", "get", "get_by_name", "list_sandboxes", "delete", "anonymous_call"}
+    ),
     "update": frozenset({"create", "get", "update", "update_keeps_connection"}),
     "ports-ingress": frozenset(
         {"create", "update", "expose_ports", "unexpose_ports", "ingress", "update_keeps_connection"}

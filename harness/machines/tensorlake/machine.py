@@ -10,8 +10,9 @@ SandboxInfo (ids mapped through the ``sandboxes`` bundle: each handle holds the 
 Rules: create (ephemeral or named, with valid and invalid ``network`` policies), get by id and by name, list,
 update (``network`` absent / ``null`` / object, ``name``, ``auto_resume``, ``exposed_ports`` including 9501,
 0 and 65536, ``allow_unauthenticated_access``), expose and unexpose ports the way the SDK does (GET, then
-PATCH), suspend and resume, delete, egress probes run inside a sandbox through ``/api/v1/processes/run``
-(``getent hosts NAME`` and ``curl -s URL`` to the policy's own entries, their subdomains and apexes, and
+PATCH), suspend and resume, delete, lifecycle calls without a key (list, GET, PATCH, DELETE and create:
+refused as the model's key check refuses them, and nothing changes), egress probes run inside a sandbox
+through ``/api/v1/processes/run`` (``getent hosts NAME`` and ``curl -s URL`` to the policy's own entries, their subdomains and apexes, and
 unrelated hosts; :mod:`contracts.tensorlake` decides the outcome), ingress requests to the management port and
 to exposed and unexposed user ports with and without credentials (HTTP and, with the admin API, WebSocket), a
 PATCH while a WebSocket into the sandbox is open, and, only with the ``/_mock`` admin API, injected 503s on
@@ -97,7 +98,7 @@ from harness.machines.tensorlake.requests import (
     patch_bodies,
     seed_bodies,
 )
-from harness.machines.tensorlake.steps import Steps
+from harness.machines.tensorlake.steps import ANONYMOUS_CALLS, Steps
 from harness.strength import Contract, observed
 from harness.strength.observations import capture
 from mockserver.admin.client import AdminClient
@@ -216,6 +217,12 @@ class TensorLakeAPIMachine(RuleBasedStateMachine):
     def list_sandboxes(self) -> None:
         """List the sandboxes and compare membership and items with the model."""
         self.steps.compare_listing("list_sandboxes")
+
+    @precondition(_on("anonymous_call"))
+    @rule(sb=sandboxes, calls=st.lists(st.sampled_from(ANONYMOUS_CALLS), min_size=1, max_size=3, unique=True))
+    def anonymous_call(self, sb: SandboxHandle, calls: list[str]) -> None:
+        """List, read, PATCH, delete or create without a key: refused (401 or 403), and nothing changes."""
+        self.steps.anonymous("anonymous_call", sb, calls)
 
     @precondition(_on("update"))
     @rule(sb=sandboxes, body=patch_bodies())

@@ -82,6 +82,14 @@ class Oracle:
         tenant = tenant_of(f"Bearer {self.key}", NAMESPACE, self.model.keys)
         return Call(tenant, query={k: [v] for k, v in query.items()})
 
+    def anonymous(self) -> Expected | None:
+        """Predict a lifecycle call without an ``Authorization`` header: the gate's refusal (None: it passes)."""
+        try:
+            tenant_of(None, NAMESPACE, self.model.keys)
+        except ApiError as exc:
+            return Expected.error(exc)
+        return None
+
     def predict(self, outcome: Callable[[], Outcome]) -> Expected:
         """Return the prediction of one lifecycle call: its answer (waits followed at once, as a manual clock
         does) with the SandboxInfo normalised, or its refusal."""

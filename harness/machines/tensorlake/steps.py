@@ -13,14 +13,16 @@ run with the admin API only.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from hypothesis.stateful import multiple
 from websockets.exceptions import WebSocketException
 
 from contracts.tensorlake import NetworkConfig, PolicyError, classify_entry
-from harness.machines.common import add_contract, hold
+from harness.machines.common import add_contract, hold, json_body
 from harness.machines.tensorlake.answers import (
     NOT_FOUND,
     REJECTED_TRANSITION_KEEPS_STATE,
@@ -30,7 +32,15 @@ from harness.machines.tensorlake.answers import (
     URL_WHEN_RUNNING,
     Answers,
 )
-from harness.machines.tensorlake.compare import URL_KEYS, Expected, Json, diff, info_shape_problem, normalise_info
+from harness.machines.tensorlake.compare import (
+    ANY,
+    URL_KEYS,
+    Expected,
+    Json,
+    diff,
+    info_shape_problem,
+    normalise_info,
+)
 from harness.machines.tensorlake.driver import LOOPBACK, SUITE, SandboxHandle, Session
 from harness.machines.tensorlake.ingress import INGRESS_ADMISSION, WEBSOCKET_UPGRADE, Ingress
 from harness.machines.tensorlake.probes import RunResult, expect_probe, parse_sse
@@ -40,10 +50,14 @@ from mockserver.tensorlake.model import MANAGEMENT_PORT
 from mockserver.tensorlake.model.egress import resolver_from
 from mockserver.tensorlake.model.records import STATUSES
 
-__all__ = ["CONTRACTS", "Steps", "framing_problem", "spelled_loosely"]
+__all__ = ["ANONYMOUS_CALLS", "CONTRACTS", "Steps", "framing_problem", "spelled_loosely"]
 
 #: The ``?wait_ms=`` a waiting suspend or resume sends.
 WAIT_MS = 3000
+#: The lifecycle calls the machine sends without a key.
+ANONYMOUS_CALLS = ("list", "get", "patch", "delete", "create")
+#: What a PATCH without a key asks for: a change every sandbox would show (its policy cleared, a port made public).
+ANONYMOUS_PATCH: Json = {"network": None, "exposed_ports": [8080], "allow_unauthenticated_access": True}
 
 # --- contracts --------------------------------------------------------------------------------------------
 
@@ -179,6 +193,14 @@ PROBE_OUTPUT = add_contract(
     "probe_output",
     choice("how a blocked or failed probe exits (curl 6 or 7, getent 2) and what getent prints are the emulator's"),
     "With the admin API, a probe's exact exit code and printed addresses are the emulator's.",
+)
+ANONYMOUS_REFUSED = add_contract(
+    CONTRACTS,
+    SUITE,
+    "anonymous_refused",
+    spec("tl.auth.sdk-api-key"),
+    "A lifecycle call without an Authorization header (list, GET, PATCH, DELETE, create) is refused with 401 or "
+    "403 and changes nothing: the sandbox reads as before and no sandbox is created.",
 )
 UPDATE_KEEPS_CONNECTION = add_contract(
     CONTRACTS,
@@ -388,6 +410,47 @@ class Steps:
         if "network" in wire:
             self.session.policy_accepted(sb.model_id)
         self.answers.observe(rule, response, data, expected.body)
+
+    def anonymous(self, rule: str, sb: SandboxHandle, calls: Sequence[str]) -> None:
+        """Send lifecycle calls without a key: each is refused as the model's key check refuses one, and ``sb``
+        reads as before. A sandbox a create without a key made anyway is deleted before the check fails."""
+        expected = self.session.oracle.anonymous()
+        if expected is None:
+            return
+        before = self.answers.snapshot(rule, sb)
+        path = f"/sandboxes/{sb.target_id}"
+        requests: dict[str, tuple[str, str, Any]] = {
+            "list": ("GET", "/sandboxes", ANY),
+            "get": ("GET", path, ANY),
+            "patch": ("PATCH", path, ANONYMOUS_PATCH),
+            "delete": ("DELETE", path, ANY),
+            "create": ("POST", "/sandboxes", {}),
+        }
+        for call in calls:
+            method, url, body = requests[call]
+            response = self.session.send(rule, method, url, body=body, anonymous=True)
+            if call == "create":
+                self.session.book.listing_dirty = True
+                self.remove_created(rule, response)
+            self.answers.check(rule, response, expected, ANONYMOUS_REFUSED, loose=(401, 403), refusal=ANONYMOUS_REFUSED)
+            if self.session.book.diverged:
+                self.session.retire(sb)
+                return
+        self.answers.unchanged(rule, sb, before, ANONYMOUS_REFUSED)
+
+    def remove_created(self, rule: str, response: httpx.Response) -> None:
+        """Delete the sandbox a create answered with (with the key, else as it was made: without one)."""
+        data = json_body(response) if response.is_success else None
+        sandbox_id = data.get("sandbox_id") if isinstance(data, dict) else None
+        if not isinstance(sandbox_id, str):
+            return
+        self.session.book.stray.add(sandbox_id)
+        url = f"/sandboxes/{sandbox_id}"
+        if (
+            self.session.send(rule, "DELETE", url).is_success
+            or self.session.send(rule, "DELETE", url, anonymous=True).is_success
+        ):
+            self.session.book.stray.discard(sandbox_id)
 
     def current(self, rule: str, sb: SandboxHandle) -> Json | None:
         """GET a sandbox like the SDK does before changing its ports; None when the model says 404."""

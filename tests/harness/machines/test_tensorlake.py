@@ -23,7 +23,7 @@ from harness.machines.tensorlake.run import (
     run_machine,
     run_mock,
 )
-from harness.machines.tensorlake.steps import framing_problem
+from harness.machines.tensorlake.steps import ANONYMOUS_CALLS, framing_problem
 from harness.reporting.mutation import load_mutants, mutation_score
 from harness.strength import ledger
 from mockserver.admin.client import AdminClient
@@ -33,6 +33,7 @@ from mockserver.tensorlake import TensorLakeMock
 from tests.mutants.tensorlake_mocks import (
     MUTANTS,
     SUITE,
+    AnonymousCallsAllowed,
     MutantMock,
     NoWaitCreate200,
     SuspendEphemeral,
@@ -167,6 +168,51 @@ def test_a_pinned_key_set_is_what_the_oracle_expects(admin: bool) -> None:
             state.teardown()
             run_machine(machine, settings=machine_settings(max_examples=12, shrink=False, database=False), seed=4)
         finally:
+            if client is not None:
+                client.close()
+
+
+_SMALL = {"resources": {"cpus": 1.0, "memory_mb": 1024}}
+
+
+@pytest.mark.parametrize("admin", [True, False])
+def test_calls_without_a_key_are_refused_and_change_nothing(admin: bool) -> None:
+    mock = TensorLakeMock()
+    with MockServer(mock.app) as server:
+        client = AdminClient(server.url) if admin else None
+        machine = make_machine(
+            http_clients(server.url, api_key="k"), admin=client, operations=["lifecycle"], resolve=DnsTable().resolve
+        )
+        state = machine()
+        try:
+            handle = state.steps.create("create", _SMALL)
+            state.steps.anonymous("anonymous_call", handle, ANONYMOUS_CALLS)
+            refused = [e for e in mock.journal.entries() if e.status == 401]
+            assert len(refused) == len(ANONYMOUS_CALLS)
+            assert list(mock.model.sandboxes) == [handle.target_id]
+        finally:
+            state.teardown()
+            if client is not None:
+                client.close()
+
+
+@pytest.mark.parametrize("admin", [True, False])
+def test_a_sandbox_a_wrong_mock_creates_without_a_key_is_reported_and_deleted(admin: bool) -> None:
+    mock = AnonymousCallsAllowed()
+    with MockServer(mock.app) as server:
+        client = AdminClient(server.url) if admin else None
+        machine = make_machine(
+            http_clients(server.url, api_key="k"), admin=client, operations=["lifecycle"], resolve=DnsTable().resolve
+        )
+        state = machine()
+        try:
+            handle = state.steps.create("create", _SMALL)
+            with pytest.raises(ContractViolation, match=r"POST /sandboxes -> 20\d, the model says 401") as caught:
+                state.steps.anonymous("anonymous_call", handle, ["create"])
+            assert caught.value.contract is not None and caught.value.contract.key == "tensorlake-api:anonymous_refused"
+            assert list(mock.model.sandboxes) == [handle.target_id]
+        finally:
+            state.teardown()
             if client is not None:
                 client.close()
 

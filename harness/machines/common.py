@@ -80,16 +80,31 @@ def hold(contract: Contract, ok: bool, rule: str, message: str, evidence: str | 
     return False
 
 
+#: How many times :func:`judge` runs a program set that Hypothesis found flaky before it gives up.
+JUDGE_ATTEMPTS = 3
+
+
 def judge(run: Callable[[], BaseException | str | None]) -> Kill | None:
     """Run one machine program set against a mutant inside a default-mode ledger; return what killed it.
 
     ``run`` returns the failure (an exception, or its text) or None. A failure names its contract and strength
     (``untagged`` when none is attached); without one, a choice recorded as differing is a ``choice`` kill.
+    A run Hypothesis calls flaky (its replay of a failure went another way: a mutant's timing on a loaded
+    machine) is run again, up to :data:`JUDGE_ATTEMPTS` times in all, each in a fresh ledger.
     """
+    from hypothesis.errors import Flaky
+
     from harness.reporting.mutation import Kill
 
-    with ledger(strict=False) as book:
-        failure = run()
+    for attempt in range(1, JUDGE_ATTEMPTS + 1):
+        with ledger(strict=False) as book:
+            try:
+                failure = run()
+            except Flaky:
+                if attempt == JUDGE_ATTEMPTS:
+                    raise
+                continue
+        break
     if failure is not None:
         contract = getattr(failure, "contract", None)
         if isinstance(contract, Contract):

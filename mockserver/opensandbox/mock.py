@@ -40,20 +40,17 @@ from mockserver.core.changes import Persistent
 from mockserver.sandbox.network import HttpTable
 from mockserver.service import HttpMock
 
-from .faults import OpenSandboxFaults
 from .model import admin as admin_model
 from .model import faults as model_faults
 from .model.auth import DIRECT_PREFIX, KeyOption, KeyTable
 from .model.config import DEFAULT_HOST, ServerConfig
 from .model.egress import PolicyGate
-from .model.endpoints import PublishedPort, host_port_target, published_ports
 from .model.operations import OpenSandboxModel
 from .model.profiles import EGRESS_PORT, EXECD_PORT, ProfileName, make_profile
 from .model.records import SandboxRecord
 from .routes import admin
 from .routes.echo import sandbox_echo
 from .routes.gate import RequestGate
-from .routes.ports import PortContext, PortDispatcher, service_router
 from .routes.render import SANDBOX_KEY, exception_handlers
 
 if TYPE_CHECKING:
@@ -63,8 +60,11 @@ if TYPE_CHECKING:
 
     from .commands import CommandRuntime, RunnerFactory
     from .execution import Execd
+    from .faults import OpenSandboxFaults
     from .linux_sandboxes import LinuxSandboxes
+    from .model.endpoints import PublishedPort
     from .model.server_file import ServerFile
+    from .routes.ports import PortDispatcher
 
 __all__ = ["RUNTIMES", "OpenSandboxMock"]
 
@@ -206,18 +206,58 @@ class OpenSandboxMock(HttpMock):
         linux: LinuxSandboxes | None = None
         if runtime == "linux":
             linux, self._execd = self._compose_linux()
-        self.catalogue = OpenSandboxFaults(self)
+        self._linux_sandboxes = linux
+        self._proxy_app: PortDispatcher | None = None
+        self._direct_app: PortDispatcher | None = None
+        self._building_ports = threading.Lock()
+
+    @property
+    def catalogue(self) -> OpenSandboxFaults:
+        """Return the named fault catalogue (also served under ``/_mock/faults/catalogue``)."""
+        from .faults import OpenSandboxFaults  # loaded on first use: a start that arms no fault never needs it
+
+        return OpenSandboxFaults(self)
+
+    def _port_dispatchers(self) -> tuple[PortDispatcher, PortDispatcher]:
+        """Build the sandbox-port dispatchers (through the lifecycle proxy, and direct) on first use."""
+        from .routes.ports import PortContext, PortDispatcher, service_router
+
         services: dict[int, ASGIApp] = {  # each built on its first request
             EXECD_PORT: OnFirstCall(lambda: service_router([*self.execd_routes(), *self.file_routes()])),
             EGRESS_PORT: OnFirstCall(lambda: service_router(self.egress_routes())),
         }
         user_port: Callable[[SandboxRecord, int], ASGIApp] = _echo_port
+        linux = self._linux_sandboxes
         if linux is not None:
             services[EXECD_PORT] = _prepared(linux, services[EXECD_PORT])  # the sidecar needs no real sandbox
             user_port = linux.port_app
         ports = PortContext(self.state, self.config, services, user_port)
-        self.proxy_app = PortDispatcher(ports, via_proxy=True)
-        self.direct_app = PortDispatcher(ports, via_proxy=False)
+        return PortDispatcher(ports, via_proxy=True), PortDispatcher(ports, via_proxy=False)
+
+    @property
+    def proxy_app(self) -> PortDispatcher:
+        """The app serving a sandbox's ports through the lifecycle server's proxy (built on first use)."""
+        if self._proxy_app is None:
+            with self._building_ports:
+                if self._proxy_app is None:
+                    self._proxy_app, self._direct_app = self._port_dispatchers()
+        return self._proxy_app
+
+    @proxy_app.setter
+    def proxy_app(self, app: PortDispatcher) -> None:
+        self._proxy_app = app
+
+    @property
+    def direct_app(self) -> PortDispatcher:
+        """The app serving a sandbox's ports directly, under ``/direct`` (built on first use)."""
+        if self._direct_app is None:
+            self.proxy_app  # noqa: B018  # builds both
+        assert self._direct_app is not None
+        return self._direct_app
+
+    @direct_app.setter
+    def direct_app(self, app: PortDispatcher) -> None:
+        self._direct_app = app
 
     def _compose_linux(self) -> tuple[LinuxSandboxes, Execd]:
         """Build the linux runtime's parts; return its sandboxes and what execd runs on."""
@@ -392,6 +432,8 @@ class OpenSandboxMock(HttpMock):
         """
         from mockserver.asgi.host_ports import HostPortListeners
 
+        from .model.endpoints import published_ports
+
         if self.server_file is not None:
             options.setdefault("host", self.server_file.local_host)
         return HostPortListeners(lambda: published_ports(self.state), _direct_path, **options)
@@ -453,6 +495,8 @@ class OpenSandboxMock(HttpMock):
 
 def _direct_path(published: PublishedPort, path: str) -> str:
     """Return the direct sandbox-port path that serves ``path`` on a published host port."""
+    from .model.endpoints import host_port_target
+
     port, rest = host_port_target(published, path)
     return f"{DIRECT_PREFIX}/{published.sandbox_id}/{port}{rest}"
 

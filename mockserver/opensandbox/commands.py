@@ -170,6 +170,7 @@ class Execution(EventQueue):
         stream: bool,
         argv: Sequence[str] | None = None,
         session: Callable[[ShellEnd], None] | None = None,
+        ended: Callable[[Execution], None] | None = None,
     ) -> None:
         super().__init__(stream)
         self.record = record
@@ -181,7 +182,7 @@ class Execution(EventQueue):
         self.timeout = None if not timeout_ms or timeout_ms <= 0 else timeout_ms / 1000.0
         self.session = session
         self._lines: _Lines | None = _Lines() if session is not None else None
-        self.done = asyncio.Event()
+        self.on_end = ended
 
     def start(self) -> None:
         """Start the command's task on the running loop."""
@@ -214,7 +215,8 @@ class Execution(EventQueue):
                 self._emit(error_event(str(code), f"exit status {code}", self.clock.now_ms()))
         finally:
             self._end_events()
-            self.done.set()
+            if self.on_end is not None:
+                self.on_end(self)
 
     async def _walk(self) -> int | None:
         """Walk the steps (:func:`~mockserver.runtime.walk.walk`); return the exit code, or None when the timeout killed it.
@@ -224,13 +226,15 @@ class Execution(EventQueue):
         """
         command: str | Sequence[str] = self.argv if self.argv else self.record.content
         steps = self.runner.run(command, env=self.env, cwd=self.cwd)
-        ping = Tick(
-            PING_INTERVAL, lambda: self._emit({"type": "ping", "text": "pong", "timestamp": self.clock.now_ms()})
+        ended = await walk(
+            steps, self.clock, timeout=self.timeout, output=self._output, tick=Tick(PING_INTERVAL, self._ping)
         )
-        ended = await walk(steps, self.clock, timeout=self.timeout, output=self._output, tick=ping)
         if ended.code is not None:
             self._end_session(ended.shell)
         return ended.code
+
+    def _ping(self) -> None:
+        self._emit({"type": "ping", "text": "pong", "timestamp": self.clock.now_ms()})
 
     def _output(self, step: Output) -> None:
         """Record a step's output and send it as events."""
@@ -295,7 +299,8 @@ class CommandRuntime:
     def __init__(self, clock: VirtualClock, ids: IdFactory) -> None:
         self.clock = clock
         self.ids = ids
-        self._live: set[Any] = set()
+        #: The started commands that still run: each leaves the set as it ends.
+        self._live: set[Execution] = set()
 
     def clear(self) -> None:
         """Forget what the runtime keeps per sandbox (the sandboxes are gone or replaced)."""
@@ -319,7 +324,6 @@ class CommandRuntime:
 
     def running(self) -> int:
         """Return how many started commands still run (each holds a task until it ends)."""
-        self._live = {e for e in self._live if not e.done.is_set()}
         return len(self._live)
 
 
@@ -363,9 +367,10 @@ class EmulatorCommands(CommandRuntime):
             timeout_ms=run.timeout_ms,
             stream=not run.background,
             argv=run.argv,
+            ended=self._live.discard,
         )
-        execution.start()
         self._live.add(execution)
+        execution.start()
         return record, execution
 
     def run_in_session(
@@ -389,9 +394,10 @@ class EmulatorCommands(CommandRuntime):
             timeout_ms=run.timeout_ms,
             stream=True,
             session=keep,
+            ended=self._live.discard,
         )
-        execution.start()
         self._live.add(execution)
+        execution.start()
         return record, execution
 
     def forget_session(self, sb: SandboxRecord, session_id: str) -> None:

@@ -66,6 +66,10 @@ def _finite(text: str) -> float:
     return number
 
 
+#: The one decoder :func:`parse_json` uses (json.loads would build one per call for these hooks).
+_DECODER = json.JSONDecoder(parse_constant=_non_finite, parse_float=_finite)
+
+
 def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     """Parse a JSON text; raise ``ValueError`` when it is malformed, and :class:`JsonTextError` when it is nested
     deeper than ``max_depth``, holds a lone surrogate (in a key or a string) or a non-finite number."""
@@ -73,7 +77,8 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     if data.count(b"[") + data.count(b"{") > max_depth and json_depth(data) > max_depth:
         raise JsonTextError("depth", f"JSON nested deeper than {max_depth} levels")
     try:
-        value = json.loads(data, parse_constant=_non_finite, parse_float=_finite)
+        # As json.loads reads bytes (its encoding detected, surrogates passed), with one decoder made once.
+        value = _DECODER.decode(data.decode(json.detect_encoding(data), "surrogatepass"))
     except RecursionError:
         raise JsonTextError("depth", f"JSON nested deeper than {max_depth} levels") from None
     if _MAY_HOLD_SURROGATE.search(data):

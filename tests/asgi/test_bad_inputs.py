@@ -371,7 +371,7 @@ def test_the_table_fails_a_parser_that_keeps_nan(
     servers: dict[tuple[str, str], Served], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Python's own ``json.loads``, which reads ``NaN`` and ``Infinity`` as floats."""
-    monkeypatch.setattr(jsontext, "_non_finite", float)
+    monkeypatch.setattr(jsontext, "_DECODER", json.JSONDecoder())
     with pytest.raises(AssertionError, match="NaN"):
         _sweep(_served(servers, "tensorlake", "emulator"), _endpoint("tensorlake", "POST", "/sandboxes"))
 

@@ -7,7 +7,9 @@ left before the last chunk.
 
 The stream is sent from the request's own task and one small task listens: when the client goes away the
 listener cancels the request's task, and when the stream ends the listener is cancelled. (A task group would
-add a second task and a cancel scope to every request.)
+add a second task and a cancel scope to every request.) The listener starts two turns of the event loop after
+the stream: a stream that has ended by then (a short command's answer) needs none, and one that still waits
+is watched from then on, so a silent stream still notices its client going away.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class WatchedStream(StreamingResponse):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         streaming = asyncio.current_task()
         assert streaming is not None
-        gone = False
+        loop = asyncio.get_running_loop()
+        gone = over = False
+        listener: asyncio.Task[None] | None = None
 
         async def listen() -> None:
             nonlocal gone
@@ -46,7 +50,14 @@ class WatchedStream(StreamingResponse):
             gone = True
             streaming.cancel()
 
-        listener = asyncio.get_running_loop().create_task(listen())
+        def start_listening() -> None:
+            nonlocal listener
+            if not over:
+                listener = loop.create_task(listen())
+
+        # The listener starts two turns of the loop from now: a stream that ends by then (a short command's
+        # whole answer: its task runs one turn, the stream sends the next) never needs one.
+        loop.call_soon(loop.call_soon, start_listening)
         finished = False
         try:
             await self.stream_response(send)
@@ -58,8 +69,10 @@ class WatchedStream(StreamingResponse):
                 raise  # cancelled from outside, not by the listener
             streaming.uncancel()
         finally:
-            listener.cancel()
-        error = listener.exception() if listener.done() and not listener.cancelled() else None
+            over = True
+            if listener is not None:
+                listener.cancel()
+        error = listener.exception() if listener is not None and listener.done() and not listener.cancelled() else None
         if error is not None:
             raise error  # the receive channel failed
         if not finished and self.on_disconnect is not None:

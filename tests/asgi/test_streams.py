@@ -51,6 +51,42 @@ def test_a_stream_read_to_its_end_does_not_call_back() -> None:
     assert calls == [] and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
 
 
+def test_a_stream_that_ends_within_two_turns_starts_no_listener() -> None:
+    """A short answer (a command that runs in one turn, sent the next) is sent without reading the client."""
+    reads: list[str] = []
+
+    async def quick() -> AsyncIterator[bytes]:
+        yield b"init"
+        await asyncio.sleep(0)  # the command's one turn
+        yield b"output"
+
+    async def receive() -> dict[str, Any]:
+        reads.append("receive")
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    calls: list[str] = []
+    response = WatchedStream(quick(), media_type="text/plain", on_disconnect=lambda: calls.append("gone"))
+    asyncio.run(response(SCOPE, receive, send))
+    assert reads == [] and calls == []
+
+
+def test_a_client_gone_before_a_slow_stream_is_noticed_once_the_listener_starts() -> None:
+    """A stream still waiting after two turns is watched: its client, gone from the start, stops it."""
+
+    async def slow() -> AsyncIterator[bytes]:
+        yield b"init"
+        for _ in range(3):
+            await asyncio.sleep(0)
+        await asyncio.Event().wait()  # a silent command
+        yield b"never"
+
+    calls, sent = asyncio.run(_serve(slow(), disconnect_after=0))
+    assert calls == ["gone"] and [m.get("body") for m in sent[1:]] == [b"init"]
+
+
 def test_a_stream_cancelled_from_outside_stays_cancelled_and_does_not_call_back() -> None:
     calls: list[str] = []
 

@@ -14,6 +14,8 @@ from .steps import Step
 
 _IFS = re.compile(r"[ \t\n]+")
 _MAGIC = re.compile(r"[*?[]")
+#: ``"$@"``: each positional parameter as its own field.
+_ALL_ARGS = Param("@", True)
 
 Substituter = Callable[[Script, "ShellState"], Generator[Step, None, str]]
 
@@ -91,7 +93,10 @@ def expand_word(
     word: Word, sh: ShellState, substitute: Substituter, fs: FileSystem
 ) -> Generator[Step, None, list[str]]:
     """Expand a word into argv fields: parameters, substitutions, IFS splitting, pathname globbing."""
-    if [p for p in word.parts if not (isinstance(p, Lit) and p.quoted and not p.text)] == [Param("@", True)]:
+    parts = word.parts
+    if len(parts) == 1 and isinstance(parts[0], Lit):  # the most common word: one literal, one field
+        return _glob_field([(parts[0].text, not parts[0].quoted)], sh.cwd, fs)
+    if [p for p in parts if not (isinstance(p, Lit) and p.quoted and not p.text)] == [_ALL_ARGS]:
         return list(sh.args)
     fields: list[Field] = []
     current: Field = []

@@ -156,7 +156,7 @@ class EventQueue:
 
 
 class Execution(EventQueue):
-    """One running command: drives the steps and publishes events."""
+    """One running command: drives the steps and publishes events; ``ended`` is called with it once it has ended."""
 
     def __init__(
         self,

@@ -21,7 +21,7 @@ from . import cgroups as cg
 from .addresses import MAX_LINKS, link_for
 from .channel import Channel, Hub
 from .firewall import OPEN_PLAN, Firewall
-from .kernel import CLONE_NEWUSER, unshare
+from .kernel import CLONE_NEWUSER, KernelError, open_tree_clone, unshare
 from .launch import Layout, bwrap_command, release_mounts
 from .netns import connect_sandbox, create_netns, remove_netns, sandbox_netns_name, world_veth_name, write_sysctls
 from .nftables import open_nft
@@ -163,7 +163,10 @@ class Assembler:
             hostname=sandbox.hostname,
         )  # fmt: skip
         log = os.open(sandbox.layout.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        root_fd = -1
         try:
+            if self.launcher.private_mounts and "disk" in sandbox.limits.enforced:
+                root_fd = open_tree_clone(str(sandbox.layout.root))  # the launcher's mounts predate this one
             sandbox.bwrap_pid = self.launcher.spawn(
                 argv,
                 netns_fd=sandbox.netns_fd,
@@ -174,13 +177,16 @@ class Assembler:
                 cgroups=sandbox.cgroup.procs_files() if sandbox.cgroup is not None else [],
                 uid=self.uid_base,
                 gid=self.uid_base,
+                root=(str(sandbox.layout.root), root_fd) if root_fd >= 0 else None,
             )
-        except LauncherError as exc:
+        except (LauncherError, KernelError) as exc:
             host_end.close()
             os.close(info_r)
             raise SandboxStartError(f"sandbox {sandbox.id} did not start: {exc}") from exc
         finally:
             os.close(log)
+            if root_fd >= 0:
+                os.close(root_fd)
             guest_end.close()
             os.close(info_w)
         channel = Channel(host_end, sandbox.on_event, sandbox.on_close)

@@ -1,4 +1,4 @@
-"""The few Linux system calls the runtime needs that Python 3.11 does not wrap: setns, unshare and mount.
+"""The few Linux system calls the runtime needs that Python 3.11 does not wrap: setns, unshare, mount, open_tree.
 
 :func:`mount_tmpfs` and :func:`resize_tmpfs` give each sandbox's writable root its own size-limited tmpfs
 (its disk quota: ``df`` inside shows that size).
@@ -29,6 +29,7 @@ __all__ = [
     "make_shared",
     "mount_state_tmpfs",
     "mount_tmpfs",
+    "open_tree_clone",
     "resize_tmpfs",
     "setns",
     "socket_in",
@@ -46,12 +47,17 @@ MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_SHARED = 1 << 20
 MNT_DETACH = 0x2
+SYS_OPEN_TREE = 428  # the same number on every architecture (system calls added since Linux 5.1 share theirs)
+OPEN_TREE_CLONE = 0x1
+OPEN_TREE_CLOEXEC = os.O_CLOEXEC
+AT_FDCWD = -100
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 _libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
 _libc.unshare.argtypes = [ctypes.c_int]
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libc.syscall.restype = ctypes.c_long
 
 
 class KernelError(OSError):
@@ -100,6 +106,24 @@ def resize_tmpfs(target: str, size: int) -> None:
     data = f"size={size},nr_inodes={max(1024, size // 4096)}".encode()
     flags = MS_REMOUNT | MS_NOSUID | MS_NODEV
     _check(_libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, data), f"resize tmpfs on {target}")
+
+
+def open_tree_clone(path: str) -> int:
+    """Return an fd holding a detached copy of the mount at ``path`` alone (no mounts below it; Linux 5.2+).
+
+    The copy shares the file system: another mount namespace can attach it with ``move_mount`` (what the
+    launcher does with a sandbox's root, see :mod:`~mockserver.linux.spawner`). Not inheritable.
+    """
+    fd = _libc.syscall(
+        ctypes.c_long(SYS_OPEN_TREE),
+        ctypes.c_int(AT_FDCWD),
+        path.encode(),
+        ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC),
+    )
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise KernelError(code, f"open_tree {path}: {os.strerror(code)}")
+    return int(fd)
 
 
 def make_shared(target: str) -> None:

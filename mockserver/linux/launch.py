@@ -33,6 +33,7 @@ as root whatever ``user`` a request names.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -222,8 +223,14 @@ class Layout:
         return True
 
     def release(self) -> None:
-        """Unmount the root's tmpfs, if it has one (lazily: what still holds it lets go later)."""
-        release_mounts(self.base)
+        """Unmount the root's tmpfs, if it has one (lazily: what still holds it lets go later).
+
+        The root is the only mount a sandbox makes in the host's mount namespace, so it is unmounted by its
+        path, without reading the host's mount table (which grows with the live sandboxes); a root that is
+        a plain folder answers EINVAL and is left as it is.
+        """
+        with contextlib.suppress(KernelError):
+            unmount(str(self.root))
 
     @staticmethod
     def etc_files(hostname: str) -> dict[str, str]:

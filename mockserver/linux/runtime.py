@@ -43,7 +43,7 @@ from .assembly import BASE_ENV, Assembler, SandboxStartError, make_userns
 from .channel import Hub
 from .clockfile import ClockFile
 from .egress import EgressPlan
-from .kernel import mount_state_tmpfs, unmount
+from .kernel import mount_state_tmpfs, open_tree_clone, unmount
 from .launch import CLOCK_FILE, find_bwrap, prepare_guest_code, release_mounts
 from .limits import SandboxLimits
 from .netns import remove_netns, stale_names
@@ -152,6 +152,20 @@ def _make_searchable(directory: Path) -> None:
             raise RuntimeUnavailable(f"state folder {directory}: {parent} is not searchable by other users (o+x)")
 
 
+def _clones_mounts(directory: Path) -> bool:
+    """Tell whether the kernel copies a mount into a file descriptor (``open_tree``, Linux 5.2+).
+
+    Then the launcher keeps a private mount namespace and each sandbox's root reaches bubblewrap as such a
+    copy (:mod:`~mockserver.linux.spawner`), so a start costs the same however many sandboxes are live;
+    without it the launcher shares the host's mount table and bubblewrap copies every live sandbox's mounts.
+    """
+    try:
+        os.close(open_tree_clone(str(directory)))
+    except OSError:
+        return False
+    return True
+
+
 def _alive_runtimes() -> tuple[set[str], list[Path]]:
     """Return the ids whose lock is held, and the lock files nobody holds."""
     alive: set[str] = set()
@@ -231,7 +245,7 @@ class LinuxRuntime:
                 else Path(_scratch()) / f"sandproof-linux-{self.id}-guest"
             )
             guest_entry = prepare_guest_code(python, self.guest_dir)
-            self.launcher = Launcher(python)
+            self.launcher = Launcher(python, private_mounts=_clones_mounts(self.state_dir))
             self.world = World(self.id, self.dns).start()
             self.hub = Hub()
             self.assembler = Assembler(

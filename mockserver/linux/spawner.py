@@ -30,10 +30,13 @@ class LauncherError(RuntimeError):
 class Launcher:
     """A running launcher process; thread-safe."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, *, private_mounts: bool = False) -> None:
+        """Start the launcher; ``private_mounts``: in a private copy of the mount namespace (see :meth:`spawn`)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.private_mounts = private_mounts
         self._proc = subprocess.Popen(
-            [python, "-S", "-E", "-s", "-B", str(SCRIPT), str(theirs.fileno())],
+            [python, "-S", "-E", "-s", "-B", str(SCRIPT), str(theirs.fileno())]
+            + (["--private-mounts"] if private_mounts else []),
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
         )
@@ -84,17 +87,28 @@ class Launcher:
         cgroups: Sequence[str],
         uid: int,
         gid: int,
+        root: tuple[str, int] | None = None,
         timeout: float = 10.0,
     ) -> int:
-        """Start ``argv`` in ``netns_fd`` and ``cgroups`` as ``uid``:``gid`` with fds 3, 4, 5 set; return its pid."""
+        """Start ``argv`` in ``netns_fd`` and ``cgroups`` as ``uid``:``gid`` with fds 3, 4, 5 set; return its pid.
+
+        ``root`` is (path, fd of a detached copy of the mount there, see
+        :func:`~mockserver.linux.kernel.open_tree_clone`): the process starts in a mount namespace of its own
+        with the copy attached at the path. A launcher with private mounts needs it for every mount made
+        after it started that ``argv`` uses (a sandbox's root tmpfs).
+        """
         if self._closed:
             raise LauncherError("the launcher is gone")
         req = next(self._ids)
         future: Future[dict[str, Any]] = Future()
         self._pending[req] = future
         header = {"op": "spawn", "req": req, "argv": list(argv), "uid": uid, "gid": gid, "cgroups": list(cgroups)}
+        fds = [netns_fd, userns_fd, ctl_fd, info_fd, log_fd]
+        if root is not None:
+            header["root"] = root[0]
+            fds.append(root[1])
         with self._lock:
-            socket.send_fds(self._sock, [pack_request(header)], [netns_fd, userns_fd, ctl_fd, info_fd, log_fd])
+            socket.send_fds(self._sock, [pack_request(header)], fds)
         reply = future.result(timeout)
         if "error" in reply:
             raise LauncherError(str(reply["error"]))

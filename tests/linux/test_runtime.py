@@ -44,13 +44,39 @@ def test_a_destroyed_sandbox_leaves_nothing(runtime: LinuxRuntime) -> None:
     base, netns = sb.layout.base, sb.netns_name
     cgroups = [d for d in (sb.cgroup.dirs.values() if sb.cgroup else [])]
     assert netns in _netns(runtime.id) and base.exists()
+    root_mounted = str(sb.layout.root) in _mount_points("self")
     sb.destroy()
+    assert root_mounted and str(sb.layout.root) not in _mount_points("self")
     assert netns not in _netns(runtime.id)
     assert not base.exists()  # renamed away at once, deleted in the background
     assert all(not d.exists() for d in cgroups)
     assert _eventually_gone(runtime.state_dir / ".trash" / f"cleanup-check-{sb.index}")
     with pytest.raises(KeyError):
         runtime.sandbox("cleanup-check")
+
+
+def _mount_points(pid: int | str) -> list[str]:
+    with open(f"/proc/{pid}/mountinfo") as handle:
+        return [line.split()[4] for line in handle]
+
+
+def test_the_launchers_mount_table_stays_the_same_as_sandboxes_accumulate(runtime: LinuxRuntime) -> None:
+    """bubblewrap copies its parent's mount table at every start: the launcher's must not grow per sandbox."""
+    assert runtime.launcher is not None
+    if not runtime.launcher.private_mounts:
+        pytest.skip("the kernel has no open_tree (Linux < 5.2): the launcher shares the host's mounts")
+    launcher_before, host_before = len(_mount_points(runtime.launcher.pid)), len(_mount_points("self"))
+    held = [runtime.create_sandbox(disk_bytes=(8 + n) << 20) for n in range(3)]
+    try:
+        assert len(_mount_points("self")) >= host_before + 3  # each root is a tmpfs of its own on the host
+        assert len(_mount_points(runtime.launcher.pid)) == launcher_before
+        for n, sb in enumerate(held):  # and each sandbox runs on that very tmpfs, not the folder under it
+            (sb.layout.root / "workspace" / "from-host").write_text(f"host {n}\n")
+            out = sb.run("cat /workspace/from-host; df -B1 --output=size / | tail -1").stdout.split()
+            assert out == [b"host", str(n).encode(), str((8 + n) << 20).encode()]
+    finally:
+        for sb in held:
+            sb.destroy()
 
 
 def test_a_state_folder_the_sandbox_user_cannot_reach_is_refused(tmp_path: Path) -> None:

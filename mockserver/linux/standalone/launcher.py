@@ -9,9 +9,17 @@ SOCK_SEQPACKET socket to the runtime. It dies with the runtime (``PR_SET_PDEATHS
 Request ``spawn`` {req, argv, uid, gid, cgroups: [cgroup.procs paths]} carries four fds (SCM_RIGHTS): the
 network namespace to join, then the fds that become 3, 4 and 5 in the child (bubblewrap's user namespace,
 the init socket and the info pipe), and a fifth that becomes stdout and stderr (the init log). The child
-joins the namespace and the cgroups, drops to ``uid``/``gid`` and execs ``argv``. Reply {req, pid} or
+joins the namespace and the cgroups, drops to ``uid``/``gid`` and execs ``argv``. With ``root`` (a path) the
+request carries a sixth fd, a detached copy of the sandbox's root mount (``open_tree``): the child takes a
+mount namespace of its own and attaches the copy at ``root`` before bubblewrap starts. Reply {req, pid} or
 {req, error}; later ``exited`` {pid, status} when bubblewrap ends. The launcher is a child subreaper, so a
 sandbox process orphaned by a dying bubblewrap is reaped here, never left to the host's init.
+
+Run with ``--private-mounts`` the launcher first takes a private copy of the host's mount namespace: the
+mounts the runtime makes later (every sandbox's root tmpfs, every network namespace's name) stay out of it,
+so bubblewrap, which copies its parent's mount table and takes it apart again at every start and exit,
+handles the same few mounts however many sandboxes are live. Each sandbox's root reaches its own child
+through the sixth fd above.
 """
 
 from __future__ import annotations
@@ -32,6 +40,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from wire import MAX_MESSAGE, pack_event, unpack_request  # type: ignore[import-not-found]  # noqa: E402
 
 CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+MS_REC, MS_PRIVATE = 0x4000, 0x40000
+SYS_MOVE_MOUNT = 429  # the same number on every architecture
+AT_FDCWD = -100
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 _FDS = 5
@@ -43,6 +56,14 @@ def _child(msg: dict[str, Any], fds: list[int]) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.setns(fds[0], CLONE_NEWNET) != 0:
             os._exit(120)
+        if msg.get("root"):
+            if libc.unshare(CLONE_NEWNS) != 0:
+                os._exit(122)
+            where = ctypes.c_char_p(str(msg["root"]).encode())
+            empty, here = ctypes.c_char_p(b""), ctypes.c_int(AT_FDCWD)
+            flags = ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)
+            if libc.syscall(ctypes.c_long(SYS_MOVE_MOUNT), ctypes.c_int(fds[5]), empty, here, where, flags) != 0:
+                os._exit(123)
         pid = str(os.getpid()).encode()
         for path in msg.get("cgroups") or []:
             fd = os.open(path, os.O_WRONLY)
@@ -75,6 +96,10 @@ def main(argv: list[str]) -> None:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # whatever bubblewrap leaves is ours to reap, not the host's init
     if os.getppid() == 1:
         os._exit(0)
+    # If the kernel refuses, the launcher stays in the host's mounts: slower starts, the same sandboxes (each
+    # child still attaches its root in a mount namespace of its own).
+    if "--private-mounts" in argv[2:] and libc.unshare(CLONE_NEWNS) == 0:
+        libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
     ctl = socket.socket(fileno=int(argv[1]))
     os.set_inheritable(ctl.fileno(), False)
     wake_r, wake_w = os.pipe()
@@ -102,12 +127,12 @@ def main(argv: list[str]) -> None:
                         break
                     ctl.send(pack_event({"op": "exited", "pid": pid, "status": status}))
                 continue
-            packet, fds, _flags, _addr = socket.recv_fds(ctl, MAX_MESSAGE, _FDS)
+            packet, fds, _flags, _addr = socket.recv_fds(ctl, MAX_MESSAGE, _FDS + 1)
             if not packet:
                 os._exit(0)
             msg, _ = unpack_request(packet)
             reply: dict[str, Any] = {"op": "reply", "req": msg.get("req")}
-            if msg["op"] == "spawn" and len(fds) == _FDS:
+            if msg["op"] == "spawn" and len(fds) == _FDS + (1 if msg.get("root") else 0):
                 try:
                     pid = os.fork()
                 except OSError as exc:

@@ -6,6 +6,10 @@ example database, no shrinking (except in the one test about shrinking).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 from harness.machines.tensorlake.machine import (
@@ -175,9 +179,9 @@ def test_a_pinned_key_set_is_what_the_oracle_expects(admin: bool) -> None:
 _SMALL = {"resources": {"cpus": 1.0, "memory_mb": 1024}}
 
 
-@pytest.mark.parametrize("admin", [True, False])
-def test_calls_without_a_key_are_refused_and_change_nothing(admin: bool) -> None:
-    mock = TensorLakeMock()
+@contextlib.contextmanager
+def _lifecycle_session(mock: TensorLakeMock, *, admin: bool) -> Iterator[tuple[Any, Any]]:
+    """Serve ``mock`` and yield a lifecycle-only machine with one small sandbox created, and that sandbox."""
     with MockServer(mock.app) as server:
         client = AdminClient(server.url) if admin else None
         machine = make_machine(
@@ -185,36 +189,31 @@ def test_calls_without_a_key_are_refused_and_change_nothing(admin: bool) -> None
         )
         state = machine()
         try:
-            handle = state.steps.create("create", _SMALL)
-            state.steps.anonymous("anonymous_call", handle, ANONYMOUS_CALLS)
-            refused = [e for e in mock.journal.entries() if e.status == 401]
-            assert len(refused) == len(ANONYMOUS_CALLS)
-            assert list(mock.model.sandboxes) == [handle.target_id]
+            yield state, state.steps.create("create", _SMALL)
         finally:
             state.teardown()
             if client is not None:
                 client.close()
+
+
+@pytest.mark.parametrize("admin", [True, False])
+def test_calls_without_a_key_are_refused_and_change_nothing(admin: bool) -> None:
+    mock = TensorLakeMock()
+    with _lifecycle_session(mock, admin=admin) as (state, handle):
+        state.steps.anonymous("anonymous_call", handle, ANONYMOUS_CALLS)
+        refused = [e for e in mock.journal.entries() if e.status == 401]
+        assert len(refused) == len(ANONYMOUS_CALLS)
+        assert list(mock.model.sandboxes) == [handle.target_id]
 
 
 @pytest.mark.parametrize("admin", [True, False])
 def test_a_sandbox_a_wrong_mock_creates_without_a_key_is_reported_and_deleted(admin: bool) -> None:
     mock = AnonymousCallsAllowed()
-    with MockServer(mock.app) as server:
-        client = AdminClient(server.url) if admin else None
-        machine = make_machine(
-            http_clients(server.url, api_key="k"), admin=client, operations=["lifecycle"], resolve=DnsTable().resolve
-        )
-        state = machine()
-        try:
-            handle = state.steps.create("create", _SMALL)
-            with pytest.raises(ContractViolation, match=r"POST /sandboxes -> 20\d, the model says 401") as caught:
-                state.steps.anonymous("anonymous_call", handle, ["create"])
-            assert caught.value.contract is not None and caught.value.contract.key == "tensorlake-api:anonymous_refused"
-            assert list(mock.model.sandboxes) == [handle.target_id]
-        finally:
-            state.teardown()
-            if client is not None:
-                client.close()
+    with _lifecycle_session(mock, admin=admin) as (state, handle):
+        with pytest.raises(ContractViolation, match=r"POST /sandboxes -> 20\d, the model says 401") as caught:
+            state.steps.anonymous("anonymous_call", handle, ["create"])
+        assert caught.value.contract is not None and caught.value.contract.key == "tensorlake-api:anonymous_refused"
+        assert list(mock.model.sandboxes) == [handle.target_id]
 
 
 def test_mutation_score_counts_what_the_runner_killed() -> None:

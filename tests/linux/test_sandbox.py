@@ -127,6 +127,9 @@ def test_pty_echoes_typed_input_and_resizes(sandbox: LinuxSandbox) -> None:
     term.write_stdin(b"stty size\n")
     while b"40 120" not in term.output() and time.monotonic() < deadline:
         term.wait(0.05)
+    # ^D ends bash only at an empty prompt: wait for the prompt after `stty size` (a loaded machine is slow to draw it).
+    while not term.output().split(b"40 120")[-1].rstrip(b" ").endswith((b"#", b"$")) and time.monotonic() < deadline:
+        term.wait(0.05)
     term.close_stdin()  # ^D at an empty prompt ends bash
     status = term.wait(10)
     out = term.output("pty")

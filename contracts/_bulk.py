@@ -1,17 +1,19 @@
-"""The fast way in for a long TensorLake rule list that is already canonical: whole-list checks, then its indexes.
+"""The fast ways in for long rule lists that are already canonical: whole-list checks, then their indexes.
 
-``NetworkConfig`` validates and normalises its entries one by one (``classify_entry``), about 5 µs each. A
-large policy read back from JSON is usually already canonical (``to_json`` wrote it): every entry is a
-lowercase ASCII domain, a ``*.`` wildcard, a dotted-quad address or a CIDR with its host bits clear, with no
-port, no trailing dot and no ``/32``. ``canonical_entries`` recognises that case with checks run over the
-whole list at once (one joined byte string, C-level scans and conversions) and builds the decision indexes
-from the same pass.
+TensorLake's ``NetworkConfig`` validates and normalises its entries one by one (``classify_entry``), about
+5 µs each, and OpenSandbox's ``NetworkPolicy`` its rules (``NetworkRule.from_json``). A large policy read back
+from JSON is usually already canonical (``to_json`` wrote it): every entry or target is a lowercase ASCII
+domain, a ``*.`` wildcard, a dotted-quad address or (TensorLake) a CIDR with its host bits clear, with no port,
+no trailing dot and no ``/32``. ``canonical_entries`` and ``plain_rules`` recognise that case with checks run
+over the whole list at once (one joined byte string, C-level scans and conversions); ``canonical_entries``
+builds TensorLake's decision indexes from the same pass.
 
-It decides nothing on its own: it answers None whenever a list is short, or holds anything the per-entry
-path would change or reject (a duplicate is the one change it makes itself, keeping the first occurrence),
-and the caller then takes the per-entry path, which also names the first offending entry. So the rule stays
-in one place (``classify_entry``), and this module only has to accept no entry that rule would not keep as
-it is; ``tests/contracts/test_tensorlake.py`` checks both paths agree on the same lists.
+Neither decides anything on its own: each answers None whenever a list is short, or holds anything the
+per-entry path would change or reject (a duplicate TensorLake entry is the one change made here, keeping the
+first occurrence), and the caller then takes the per-entry path, which also names the first offending entry.
+So the rules stay in one place (``classify_entry``, ``canonical_target``), and this module only has to accept
+nothing those rules would not keep as it is; ``tests/contracts/test_tensorlake_bulk.py`` and
+``tests/contracts/test_opensandbox_build.py`` check both paths agree on the same lists.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Sequence
+from itertools import compress
+from operator import itemgetter
 from typing import cast
 
 from contracts._cidr import CidrIndex, prefix_mask
 from contracts._domains import DomainIndex
 
-__all__ = ["BULK_MIN", "canonical_entries"]
+__all__ = ["BULK_MIN", "canonical_entries", "plain_rules"]
 
 #: Lists shorter than this take the per-entry path (the whole-list checks cost more than they save).
 BULK_MIN = 256
@@ -33,6 +37,7 @@ _LABEL_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789_"
 _ALLOWED = {
     "allow_out": _LABEL_BYTES + b"-./*\n",
     "deny_out": _LABEL_BYTES + b"-./\n",  # a wildcard in deny_out is an error: the per-entry path reports it
+    "egress": _LABEL_BYTES + b"-.*\n",  # OpenSandbox takes no CIDR target
 }
 #: Label characters become ``a`` and the entry separator a dot, so ``..`` finds every empty label or entry.
 _SHAPE = bytes.maketrans(_LABEL_BYTES + b"\n", b"a" * len(_LABEL_BYTES) + b".")
@@ -44,6 +49,12 @@ _OCTETS = {str(octet): octet for octet in range(256)}
 _PREFIXES = {str(prefix): prefix for prefix in range(32)}
 _U32 = next(code for code in "IL" if array(code).itemsize == 4)
 _HOST_BITS = [~prefix_mask(prefix) & 0xFFFFFFFF for prefix in range(33)]
+#: Byte -> 1 for a digit, 0 otherwise: a selector for ``compress``.
+_IS_DIGIT = bytes(int(byte in _DIGIT_BYTES) for byte in range(256))
+_ACTIONS = frozenset(("allow", "deny"))
+_action_of = itemgetter("action")
+_target_of = itemgetter("target")
+_last_character = itemgetter(-1)
 
 
 def _pack(octet_texts: list[str]) -> list[int] | None:
@@ -87,15 +98,28 @@ def _networks(cidrs: list[str]) -> tuple[list[int], list[int]] | None:
     return addresses, prefixes
 
 
-def _names_valid(names: list[str]) -> bool:
-    """Tell whether labels of ``[a-z0-9_-]`` (empty labels already excluded) start and end without a hyphen."""
-    joined = "\n".join(names).encode("ascii")
-    if b"*" in joined or b"/" in joined:
-        return False
-    if b"-" not in joined:
+def _hyphens_inside(shape: bytes) -> bool:
+    """Tell whether no label of a ``_SHAPE``-translated list starts or ends with a hyphen."""
+    if b"-" not in shape:
         return True
-    shape = joined.translate(_SHAPE)
     return not (b".-" in shape or b"-." in shape or shape.startswith(b"-") or shape.endswith(b"-"))
+
+
+def _well_formed(joined: bytes, count: int, allowed: bytes) -> bool:
+    """Tell whether ``count`` newline-joined entries hold only ``allowed`` bytes and are well formed.
+
+    Well formed: no empty entry or label, no trailing dot, a ``*`` only as a whole first label (``*.``), and
+    no label starting or ending with a hyphen.
+    """
+    if joined.count(b"\n") != count - 1 or joined.translate(None, allowed):
+        return False  # an entry holding a newline, or a character no canonical entry has
+    shape = joined.translate(_SHAPE)
+    if b".." in shape or shape.startswith(b".") or shape.endswith(b"."):
+        return False
+    stars = joined.count(b"*")
+    if stars and joined.count(b"\n*.") + joined.startswith(b"*.") != stars:
+        return False
+    return _hyphens_inside(shape)
 
 
 def canonical_entries(value: Sequence[object], where: str) -> tuple[tuple[str, ...], DomainIndex, CidrIndex] | None:
@@ -110,24 +134,18 @@ def canonical_entries(value: Sequence[object], where: str) -> tuple[tuple[str, .
         joined = "\n".join(value).encode("ascii")  # type: ignore[arg-type]  # a non-string raises TypeError
     except (TypeError, UnicodeEncodeError):
         return None
-    if joined.count(b"\n") != count - 1 or joined.translate(None, _ALLOWED[where]):
-        return None  # an entry holding a newline, or a character no canonical entry has
-    shape = joined.translate(_SHAPE)
-    if b".." in shape or shape.startswith(b".") or shape.endswith(b"."):
-        return None  # an empty entry or label, or a trailing dot
+    if not _well_formed(joined, count, _ALLOWED[where]):
+        return None
     entries = cast("tuple[str, ...]", tuple(value))  # the join above took every one as a str
-    exact: list[str] = []
-    exact_at: list[int] = []
-    wild: list[str] = []
-    wild_at: list[int] = []
+    exact: dict[str, int] = {}
+    wild: dict[str, int] = {}  # by the name below the wildcard label
     ips: list[str] = []
     ips_at: list[int] = []
     cidrs: list[str] = []
     cidrs_at: list[int] = []
-    add_exact, add_exact_at, add_wild, add_wild_at = exact.append, exact_at.append, wild.append, wild_at.append
     add_ip, add_ip_at, add_cidr, add_cidr_at = ips.append, ips_at.append, cidrs.append, cidrs_at.append
     digits = _DIGITS
-    for position, entry in enumerate(entries):
+    for position, entry in enumerate(entries):  # a text listed twice is caught by the count below
         if entry[-1] in digits:  # no domain's last label is all digits; any other name goes the per-entry way
             if "/" in entry:
                 add_cidr(entry)
@@ -136,17 +154,12 @@ def canonical_entries(value: Sequence[object], where: str) -> tuple[tuple[str, .
                 add_ip(entry)
                 add_ip_at(position)
         elif entry[0] == "*":
-            add_wild(entry[2:])
-            add_wild_at(position)
+            wild[entry[2:]] = position
         else:
-            add_exact(entry)
-            add_exact_at(position)
-    if wild and (joined.count(b"*.") != len(wild) or joined.count(b"*") != len(wild)):
-        return None  # a '*' other than one whole leading label
-    if not wild and b"*" in joined:
-        return None
-    names = exact + wild
-    if names and (max(map(len, names)) > _LONGEST or not _names_valid(names)):
+            exact[entry] = position
+    if joined.count(b"/") != len(cidrs):
+        return None  # a '/' in a name
+    if (exact and max(map(len, exact)) > _LONGEST) or (wild and max(map(len, wild)) > _LONGEST):
         return None
     by_prefix: dict[int, dict[int, int]] = {}
     if ips:
@@ -163,9 +176,39 @@ def canonical_entries(value: Sequence[object], where: str) -> tuple[tuple[str, .
             if table is None:
                 table = by_prefix[prefix] = {}
             table[network] = position  # distinct canonical texts: distinct networks, each listed once
-    exact_table = dict(zip(exact, exact_at, strict=True))
-    wild_table = dict(zip(wild, wild_at, strict=True))
-    if len(exact_table) + len(wild_table) + sum(map(len, by_prefix.values())) != len(entries):
+    if len(exact) + len(wild) + sum(map(len, by_prefix.values())) != len(entries):
         # A text listed twice (kinds never share one): drop the later copies, then the positions are right.
         return canonical_entries(tuple(dict.fromkeys(entries)), where)
-    return entries, DomainIndex.from_tables(exact_table, wild_table), CidrIndex.from_tables(by_prefix)
+    return entries, DomainIndex.from_tables(exact, wild), CidrIndex.from_tables(by_prefix)
+
+
+def plain_rules(egress: Sequence[object]) -> tuple[list[str], list[str]] | None:
+    """Return the actions and targets of a long OpenSandbox egress list of plain rules, or None.
+
+    A plain rule is a dict of exactly ``action`` (``allow`` or ``deny``) and ``target``, whose target
+    ``canonical_target`` keeps as it is at once: a lowercase domain or ``*.`` wildcard of at most 63
+    characters ending in no digit, or a canonical dotted quad. None means "take the per-rule path".
+    """
+    count = len(egress)
+    if count < BULK_MIN:
+        return None
+    try:
+        if set(map(type, egress)) != {dict}:
+            return None
+        items = cast("Sequence[dict[str, object]]", egress)
+        if set(map(len, items)) != {2}:
+            return None
+        actions = list(map(_action_of, items))  # a dict of two keys holding both holds nothing else
+        targets = list(map(_target_of, items))
+        if not _ACTIONS.issuperset(actions):
+            return None
+        joined = "\n".join(targets).encode("ascii")
+    except (KeyError, TypeError, UnicodeEncodeError):
+        return None  # a missing key, an unhashable action, a target that is no str or not ASCII
+    if not _well_formed(joined, count, _ALLOWED["egress"]) or max(map(len, targets)) > _LONGEST:
+        return None
+    lasts = "".join(map(_last_character, targets)).encode("ascii")  # no target is empty (well formed)
+    ends_in_digit = len(lasts.translate(None, _DIGIT_BYTES)) != count
+    if ends_in_digit and _addresses(list(compress(targets, lasts.translate(_IS_DIGIT)))) is None:
+        return None  # a target ending in a digit must be a canonical dotted quad
+    return actions, targets

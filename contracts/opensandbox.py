@@ -42,9 +42,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, methodcaller, not_
 from typing import Any, Literal, cast
 
 from contracts.errors import PolicyError
@@ -232,6 +235,14 @@ class NetworkRule:
         return rule
 
     @classmethod
+    def _canonical_many(cls, actions: Sequence[Action], targets: Sequence[str]) -> tuple[NetworkRule, ...]:
+        """Return rules from valid actions and already canonical targets, as ``_canonical`` would one by one."""
+        rules = tuple(map(object.__new__, repeat(cls, len(targets))))
+        deque(map(_set_action, rules, actions), maxlen=0)  # the slots' setters, called from C
+        deque(map(_set_target, rules, targets), maxlen=0)
+        return rules
+
+    @classmethod
     def from_json(cls, obj: object, where: str = "rule") -> NetworkRule:
         """Parse one ``{"action", "target"}`` object, naming ``where`` in errors."""
         if not isinstance(obj, Mapping):
@@ -255,6 +266,9 @@ class NetworkRule:
 
 _set_action = NetworkRule.__dict__["action"].__set__  # the slots' descriptors: what a frozen __init__ uses
 _set_target = NetworkRule.__dict__["target"].__set__
+_target_attribute = attrgetter("target")
+_is_wildcard_target = methodcaller("startswith", "*.")
+_suffix_of_wildcard = itemgetter(slice(2, None))
 
 
 @dataclass(frozen=True)
@@ -304,16 +318,7 @@ class NetworkPolicy:
     @cached_property
     def _index(self) -> _Index:
         """Build the lookup index on first use."""
-        index = _Index()
-        exact, wildcard = index.exact, index.wildcard
-        egress = self.egress
-        for position in range(len(egress) - 1, -1, -1):  # backwards: the first position of a key is written last
-            target = egress[position].target
-            if target.startswith("*."):  # rule.is_wildcard and rule.suffix, without two property calls a rule
-                wildcard[target[2:]] = position
-            else:
-                exact[target] = position
-        return index
+        return _index_of(list(map(_target_attribute, self.egress)))
 
     @classmethod
     def from_json(cls, obj: object) -> NetworkPolicy:
@@ -333,10 +338,18 @@ class NetworkPolicy:
             egress = []
         if not isinstance(egress, list | tuple):
             raise PolicyError(INVALID_EGRESS, f"egress must be a list, got {type(egress).__name__}")
-        rules = tuple(
-            [_plain_rule(item) or NetworkRule.from_json(item, f"egress[{i}]") for i, item in enumerate(egress)]
-        )
-        return cls(cast(Action | None, default), rules)
+        from contracts._bulk import plain_rules  # loaded with the first long policy, not with the mocks
+
+        plain = plain_rules(egress)
+        if plain is None:
+            rules = tuple(
+                [_plain_rule(item) or NetworkRule.from_json(item, f"egress[{i}]") for i, item in enumerate(egress)]
+            )
+            return cls(cast(Action | None, default), rules)
+        actions, targets = cast("tuple[list[Action], list[str]]", plain)
+        policy = cls(cast(Action | None, default), NetworkRule._canonical_many(actions, targets))
+        policy.__dict__["_index"] = _index_of(targets)  # what the cached property would build from the same targets
+        return policy
 
     def to_json(self) -> dict[str, Any]:
         """Return the wire form; ``defaultAction`` is omitted when it was."""
@@ -345,6 +358,18 @@ class NetworkPolicy:
             out["defaultAction"] = self.default_action
         out["egress"] = [rule.to_json() for rule in self.egress]
         return out
+
+
+def _index_of(targets: list[str]) -> _Index:
+    """Return the index of rules with these targets, in order; ``targets`` is reversed in place."""
+    targets.reverse()  # backwards: the first position of a key is written last
+    positions = range(len(targets) - 1, -1, -1)
+    wild = list(map(_is_wildcard_target, targets))
+    if not any(wild):
+        return _Index(dict(zip(targets, positions, strict=True)))
+    exact = dict(zip(compress(targets, map(not_, wild)), compress(positions, map(not_, wild)), strict=True))
+    suffixes = map(_suffix_of_wildcard, compress(targets, wild))
+    return _Index(exact, dict(zip(suffixes, compress(positions, wild), strict=True)))
 
 
 def _plain_rule(obj: object) -> NetworkRule | None:

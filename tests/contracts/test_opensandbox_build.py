@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts import opensandbox
+from contracts import _bulk, opensandbox
+from contracts._bulk import BULK_MIN, plain_rules
 from contracts.opensandbox import (
     NetworkPolicy,
     NetworkRule,
@@ -167,3 +169,104 @@ def test_a_10k_rule_policy_decides_like_the_linear_scan() -> None:
             )
         )
         assert decide_egress(policy, host) == decide_egress_naive(policy, host)
+
+
+# The whole-list way in (``contracts._bulk.plain_rules``): a long egress list of plain, canonical rules.
+
+FILLER = [
+    {"action": "allow" if i % 3 else "deny", "target": f"svc{i}.team{i % 7}.example.com"} for i in range(BULK_MIN)
+]
+ITEM_MISSES: tuple[object, ...] = (
+    {"action": "permit", "target": "a.com"},
+    {"action": "ALLOW", "target": "a.com"},
+    {"action": "allow"},
+    {"target": "a.com"},
+    {"action": "allow", "target": "a.com", "note": "x"},
+    {"action": "allow", "target": None},
+    {"action": "allow", "target": 7},
+    {"action": ["allow"], "target": "a.com"},
+    ["allow", "a.com"],
+    "allow",
+    None,
+)
+
+
+def _per_rule(items: list[Any]) -> tuple[tuple[str, str], ...] | str:
+    """Return what the per-rule path makes of ``items``: (action, target) pairs, or the error code."""
+    try:
+        return tuple((rule.action, rule.target) for rule in (NetworkRule.from_json(item) for item in items))
+    except PolicyError as exc:
+        return "error:" + exc.code
+
+
+def _agrees(items: list[Any]) -> bool:
+    """Tell whether the whole-list path declines ``items`` or takes them just as the per-rule path would."""
+    plain = plain_rules(items)
+    return plain is None or tuple(zip(*plain, strict=True)) == _per_rule(items)
+
+
+def _with(item: object) -> list[Any]:
+    return [*FILLER[:100], item, *FILLER[100:], item]
+
+
+def test_a_long_plain_list_takes_the_whole_list_path() -> None:
+    items = [*FILLER, *({"action": "allow", "target": t} for t in ("*.cdn.example.org", "10.1.2.3", "a-b_c.io"))]
+    assert plain_rules(items) is not None
+    policy = NetworkPolicy.from_json({"defaultAction": "deny", "egress": items})
+    assert policy.egress == tuple(NetworkRule(item["action"], item["target"]) for item in items)
+    assert all(type(rule) is NetworkRule for rule in policy.egress)
+    rebuilt = NetworkPolicy(policy.default_action, policy.egress)  # its index built on first use, the other way
+    assert policy._index == rebuilt._index
+    assert policy._index.wildcard == {"cdn.example.org": BULK_MIN}
+
+
+def test_a_short_list_takes_the_per_rule_path() -> None:
+    assert plain_rules(FILLER[:-1]) is None
+
+
+@pytest.mark.parametrize("raw", NEAR_MISSES)
+def test_targets_agree_with_the_rule_in_a_long_list(raw: str) -> None:
+    assert _agrees(_with({"action": "allow", "target": raw}))
+
+
+@pytest.mark.parametrize("item", ITEM_MISSES, ids=repr)
+def test_items_that_are_no_plain_rule_take_the_per_rule_path(item: object) -> None:
+    assert plain_rules(_with(item)) is None
+    with pytest.raises(PolicyError) as raised:
+        NetworkPolicy.from_json({"egress": _with(item)})
+    assert "egress[100]" in str(raised.value)  # the per-rule path names the first bad rule
+
+
+def test_a_long_list_with_a_duplicate_target_keeps_the_first_position() -> None:
+    items = _with({"action": "deny", "target": "dup.example.com"})
+    policy = NetworkPolicy.from_json({"defaultAction": "allow", "egress": items})
+    assert decide_egress(policy, "dup.example.com").rule_index == 100
+    assert decide_egress(policy, "dup.example.com") == decide_egress_naive(policy, "dup.example.com")
+
+
+def _wider_octets() -> dict[str, int]:
+    return {**_bulk._OCTETS, **{f"0{octet}": octet for octet in range(10)}}
+
+
+#: Plausible wrong whole-list checks, each a patch of one ``contracts._bulk`` name.
+WRONG_BULK: dict[str, Callable[[], tuple[str, object]]] = {
+    "any action passes": lambda: ("_ACTIONS", frozenset(("allow", "deny", "permit", "ALLOW"))),
+    "uppercase passes": lambda: ("_ALLOWED", {**_bulk._ALLOWED, "egress": _bulk._ALLOWED["egress"] + b"ABCEGM"}),
+    "long names pass": lambda: ("_LONGEST", 1000),
+    "hyphens at label edges pass": lambda: ("_hyphens_inside", lambda shape: True),
+    "octets with a leading zero pass": lambda: ("_OCTETS", _wider_octets()),
+    "targets ending in a digit are not checked": lambda: ("_addresses", lambda texts: [0] * len(texts)),
+}
+
+
+@pytest.fixture(params=sorted(WRONG_BULK))
+def wrong_bulk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    name, value = WRONG_BULK[request.param]()
+    monkeypatch.setattr(_bulk, name, value)
+    yield request.param
+
+
+def test_each_wrong_whole_list_check_is_caught(wrong_bulk: str) -> None:
+    items = [{"action": "allow", "target": raw} for raw in NEAR_MISSES] + [i for i in ITEM_MISSES if type(i) is dict]
+    caught = [item for item in items if not _agrees(_with(item))]
+    assert caught, f"no near miss catches the wrong check: {wrong_bulk}"

@@ -338,9 +338,7 @@ class NetworkPolicy:
             egress = []
         if not isinstance(egress, list | tuple):
             raise PolicyError(INVALID_EGRESS, f"egress must be a list, got {type(egress).__name__}")
-        from contracts._bulk import plain_rules  # loaded with the first long policy, not with the mocks
-
-        plain = plain_rules(egress)
+        plain = _plain_rules(egress) if egress else None
         if plain is None:
             rules = tuple(
                 [_plain_rule(item) or NetworkRule.from_json(item, f"egress[{i}]") for i, item in enumerate(egress)]
@@ -358,6 +356,13 @@ class NetworkPolicy:
             out["defaultAction"] = self.default_action
         out["egress"] = [rule.to_json() for rule in self.egress]
         return out
+
+
+def _plain_rules(egress: Sequence[object]) -> tuple[list[str], list[str]] | None:
+    """Return ``contracts._bulk.plain_rules(egress)``, loading that module with the first policy that has rules."""
+    from contracts._bulk import plain_rules
+
+    return plain_rules(egress)
 
 
 def _index_of(targets: list[str]) -> _Index:

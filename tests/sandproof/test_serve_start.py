@@ -22,6 +22,7 @@ DEFERRED = (
     "mockserver.opensandbox.commands",
     "mockserver.opensandbox.execution",
     "mockserver.sandbox.steps",
+    "contracts._bulk",
 )
 
 _SERVE = """

@@ -69,6 +69,25 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int) -> float:
+    """Return the CPU seconds the live threads of ``pid`` have run, to the nanosecond (``/proc/PID/task/*/schedstat``).
+
+    Finer than ``cpu_seconds`` (clock ticks of 10 ms, a tenth of a start-up) but blind to threads that have
+    exited, so it suits a process's first moments; without schedstat it falls back to ``cpu_seconds``.
+    """
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        for task in tasks:
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except FileNotFoundError:  # the thread ended meanwhile
+                continue
+    except OSError:
+        return cpu_seconds(pid)
+    return total / 1e9 if total else cpu_seconds(pid)
+
+
 @dataclass
 class Served:
     """A server process and its loopback ports."""
@@ -163,7 +182,7 @@ def _launch(
         served.stop()
         raise
     served.answering = time.monotonic()
-    served.cpu_at_answer = cpu_seconds(proc.pid)
+    served.cpu_at_answer = thread_cpu_seconds(proc.pid)
     return served
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -111,14 +111,9 @@ WRONG: dict[str, Callable[[], tuple[str, object]]] = {
 }
 
 
-@pytest.fixture(params=sorted(WRONG))
-def wrong(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    name, value = WRONG[request.param]()
-    monkeypatch.setattr(opensandbox, name, value)
-    yield request.param
-
-
-def test_each_wrong_shortcut_is_caught(wrong: str) -> None:
+@pytest.mark.parametrize("wrong", sorted(WRONG))
+def test_each_wrong_shortcut_is_caught(wrong: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(opensandbox, *WRONG[wrong]())
     assert any(_fast(raw) != _rule(raw) for raw in NEAR_MISSES), f"no near miss catches: {wrong}"
 
 
@@ -260,14 +255,9 @@ WRONG_BULK: dict[str, Callable[[], tuple[str, object]]] = {
 }
 
 
-@pytest.fixture(params=sorted(WRONG_BULK))
-def wrong_bulk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    name, value = WRONG_BULK[request.param]()
-    monkeypatch.setattr(_bulk, name, value)
-    yield request.param
-
-
-def test_each_wrong_whole_list_check_is_caught(wrong_bulk: str) -> None:
+@pytest.mark.parametrize("wrong_bulk", sorted(WRONG_BULK))
+def test_each_wrong_whole_list_check_is_caught(wrong_bulk: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_bulk, *WRONG_BULK[wrong_bulk]())
     items = [{"action": "allow", "target": raw} for raw in NEAR_MISSES] + [i for i in ITEM_MISSES if type(i) is dict]
     caught = [item for item in items if not _agrees(_with(item))]
     assert caught, f"no near miss catches the wrong check: {wrong_bulk}"

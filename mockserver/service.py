@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
-from mockserver.admin.catalogue import LazyCatalogue, NamedFault
 from mockserver.admin.guard import AdminGuard
 from mockserver.admin.routes import admin_routes
 from mockserver.asgi.middleware import FaultMiddleware, JournalMiddleware
@@ -23,10 +22,13 @@ from mockserver.asgi.render import api_error_handler
 from mockserver.asgi.routing import indexed_app
 from mockserver.asgi.server import MockServer
 from mockserver.core.errors import ApiError
+from mockserver.core.lazy import LazyMapping
 from mockserver.core.mock import MockCore
 
 if TYPE_CHECKING:
     import httpx
+
+    from mockserver.admin.catalogue import NamedFault
 
 __all__ = ["HttpMock"]
 
@@ -48,7 +50,7 @@ class HttpMock(MockCore):
 
     def admin_routes(self) -> list[BaseRoute]:
         """Return the admin service's routes, already prefixed with ``/_mock``."""
-        return admin_routes(self, self.extra_admin_routes(), LazyCatalogue(self.named_faults))
+        return admin_routes(self, self.extra_admin_routes(), LazyMapping(self.named_faults))
 
     def exception_handlers(self) -> dict[Any, Any]:
         """Return the Starlette exception handlers; the default renders :class:`ApiError`."""

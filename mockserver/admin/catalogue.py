@@ -17,14 +17,14 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
 from mockserver.core.errors import ApiError
 from mockserver.core.faults import FaultRule
 
-__all__ = ["FaultParam", "LazyCatalogue", "NamedFault", "arm", "catalogue_of", "describe", "named_fault"]
+__all__ = ["FaultParam", "NamedFault", "arm", "catalogue_of", "describe", "named_fault"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__sandproof_fault__"
@@ -182,28 +182,6 @@ def catalogue_of(catalogue: object, common: Mapping[str, str] | None = None) -> 
     """
     described = _class_catalogue(type(catalogue), tuple(sorted((common or {}).items())))
     return {name: dataclasses.replace(fault, call=getattr(catalogue, name)) for name, fault in described}
-
-
-class LazyCatalogue(Mapping[str, NamedFault]):
-    """A catalogue read on first use: building a mock's app does not read its fault methods' signatures."""
-
-    def __init__(self, load: Callable[[], Mapping[str, NamedFault]]) -> None:
-        self._load = load
-        self._loaded: Mapping[str, NamedFault] | None = None
-
-    def _faults(self) -> Mapping[str, NamedFault]:
-        if self._loaded is None:
-            self._loaded = self._load()
-        return self._loaded
-
-    def __getitem__(self, name: str) -> NamedFault:
-        return self._faults()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._faults())
-
-    def __len__(self) -> int:
-        return len(self._faults())
 
 
 def describe(faults: Mapping[str, NamedFault]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -24,7 +25,9 @@ from mockserver.core.errors import ApiError
 from mockserver.core.mock import MockCore
 
 from . import operations
-from .catalogue import NamedFault, arm, describe
+
+if TYPE_CHECKING:
+    from .catalogue import NamedFault
 
 __all__ = ["ADMIN_PREFIX", "SNAPSHOT_LIMIT", "UI_ASSETS", "admin_routes", "ui_asset"]
 
@@ -104,9 +107,13 @@ def admin_routes(
         return Response(status_code=204)
 
     async def catalogue(request: Request) -> Response:
+        from .catalogue import describe  # loaded with the first catalogue request, not with the app
+
         return JSONResponse(describe(faults_by_name))
 
     async def arm_fault(request: Request) -> Response:
+        from .catalogue import arm
+
         body = await read_json(request, empty={})
         return JSONResponse(arm(faults_by_name, request.path_params["name"], body), status_code=201)
 

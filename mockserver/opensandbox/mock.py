@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mockserver.admin.catalogue import NamedFault
 from mockserver.asgi.routing import OnFirstCall
 from mockserver.core import DnsTable, VirtualClock, environment
 from mockserver.core.capacity import Capacity
@@ -54,6 +53,7 @@ from .routes.gate import RequestGate
 from .routes.render import SANDBOX_KEY, exception_handlers
 
 if TYPE_CHECKING:
+    from mockserver.admin.catalogue import NamedFault
     from mockserver.asgi.host_ports import HostPortListeners
     from mockserver.linux import SandboxLimits
     from mockserver.runtime.emulator import Runner

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
-from mockserver.admin.catalogue import NamedFault
 from mockserver.asgi.routing import OnFirstCall, indexed_app
 from mockserver.core import environment
 from mockserver.core.capacity import Capacity
@@ -57,6 +56,7 @@ from .routes.gate import RequestGate
 from .routes.ingress import Ingress, IngressContext
 
 if TYPE_CHECKING:
+    from mockserver.admin.catalogue import NamedFault
     from mockserver.linux import SandboxLimits
     from mockserver.sandbox.commands import CommandEmulator
     from mockserver.sandbox.steps import Handler

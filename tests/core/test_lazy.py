@@ -1,4 +1,4 @@
-"""Packages that load their public names on first use."""
+"""Things built on first use: packages that load their public names late, and mappings read late."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mockserver.core.lazy import lazy_dir, lazy_name
+from mockserver.core.lazy import LazyMapping, lazy_dir, lazy_name
 
 
 @pytest.fixture
@@ -65,3 +65,19 @@ def test_importing_a_package_loads_nothing_else_of_the_project(package: str) -> 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = {name for name in out.stdout.split() if name.split(".")[0] in ("mockserver", "harness", "contracts")}
     assert loaded == {"mockserver", "mockserver.core", "mockserver.core.lazy", package}, out.stdout
+
+
+def test_a_lazy_mapping_loads_its_contents_once_on_first_read() -> None:
+    loads: list[int] = []
+
+    def load() -> dict[str, int]:
+        loads.append(1)
+        return {"a": 1, "b": 2}
+
+    mapping = LazyMapping(load)
+    assert loads == []  # built, not read
+    assert mapping["a"] == 1
+    assert dict(mapping) == {"a": 1, "b": 2}
+    assert len(mapping) == 2
+    assert "c" not in mapping
+    assert loads == [1]

@@ -23,6 +23,8 @@ DEFERRED = (
     "mockserver.opensandbox.execution",
     "mockserver.sandbox.steps",
     "contracts._bulk",
+    "mockserver.tensorlake.model.lifecycle",
+    "mockserver.admin.catalogue",
 )
 
 _SERVE = """
@@ -70,4 +72,5 @@ def test_a_plain_start_answers_admin_requests_before_loading_what_the_provider_r
         "mockserver.opensandbox.routes.diagnostics",
         "mockserver.opensandbox.routes.ports",
         "mockserver.opensandbox.model.endpoints",
+        "mockserver.tensorlake.model.lifecycle",
     ], done.stderr

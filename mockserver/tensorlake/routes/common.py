@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -19,8 +19,10 @@ from mockserver.asgi.render import JsonBody
 from mockserver.core.clock import VirtualClock
 from mockserver.core.errors import ApiError
 
-from ..model.lifecycle import Answer
 from ..model.waits import Settle, wait_span
+
+if TYPE_CHECKING:
+    from ..model.lifecycle import Answer
 
 __all__ = [
     "PORT_KEY",

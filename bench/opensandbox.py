@@ -10,6 +10,8 @@ three requests ``Sandbox.connect`` makes (both endpoints, execd's ping) as plain
 <= 1.2 each: the mock's ``POST /command`` p50 over loopback HTTP ÷ the same request to the floor, and the SDK's
 ``commands.run("echo hi")`` p50 against the mock ÷ the same SDK call against the floor (the SDK's own cost is
 on both sides). The SDK against the mock ÷ a bare HTTP POST to the floor is printed too: that gap is the SDK's.
+Both servers run at once, and the mock's and the floor's samples are taken in alternating rounds, so that a
+change in the machine's speed during the run weighs on both sides alike.
 """
 
 from __future__ import annotations
@@ -50,18 +52,12 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def command_latencies(url: str, runs: int, sandbox_id: str | None = None) -> list[float]:
-    """Return per-call seconds of ``commands.run("echo hi")`` through the SDK.
-
-    Without ``sandbox_id`` the SDK creates a sandbox (and kills it after); with one it connects to it.
-    """
+async def command_latencies(url: str, runs: int, sandbox_id: str) -> list[float]:
+    """Return per-call seconds of ``commands.run("echo hi")`` through the SDK, connected to ``sandbox_id``."""
     sandbox_cls = importlib.import_module("opensandbox").Sandbox
     config_cls = importlib.import_module("opensandbox.config").ConnectionConfig
     config = config_cls(domain=url.removeprefix("http://"), api_key=API_KEY, protocol="http")
-    if sandbox_id is None:
-        sandbox = await sandbox_cls.create("python:3.11", connection_config=config)
-    else:
-        sandbox = await sandbox_cls.connect(sandbox_id, connection_config=config)
+    sandbox = await sandbox_cls.connect(sandbox_id, connection_config=config)
     try:
         for _ in range(5):
             await sandbox.commands.run("echo hi")
@@ -74,8 +70,6 @@ async def command_latencies(url: str, runs: int, sandbox_id: str | None = None) 
                 raise RuntimeError(f"echo hi exited {execution.exit_code}")
         return samples
     finally:
-        if sandbox_id is None:
-            await sandbox.kill()
         await sandbox.close()
 
 
@@ -127,8 +121,8 @@ def bare_app() -> Starlette:
     )
 
 
-def command_p50(url: str, sandbox_id: str, runs: int) -> tuple[float, bytes]:
-    """Return the p50 seconds of ``POST /command {"command": "echo hi"}`` over loopback HTTP, and the last body."""
+def command_samples(url: str, sandbox_id: str, runs: int) -> tuple[list[float], bytes]:
+    """Return the seconds of ``runs`` ``POST /command {"command": "echo hi"}`` over loopback HTTP, and the last body."""
     path = f"/direct/{sandbox_id}/{EXECD_PORT}/command"
     samples, body = [], b""
     with httpx.Client(base_url=url, headers={"OPEN-SANDBOX-API-KEY": API_KEY}, trust_env=False) as client:
@@ -140,7 +134,7 @@ def command_p50(url: str, sandbox_id: str, runs: int) -> tuple[float, bytes]:
                 samples.append(time.perf_counter() - began)
             if response.status_code != 200 or b"hi" not in body:
                 raise RuntimeError(f"POST /command answered {response.status_code}: {body[:200]!r}")
-    return percentile(samples, 0.5), body
+    return samples, body
 
 
 @contextlib.contextmanager
@@ -197,17 +191,25 @@ def main(argv: list[str] | None = None) -> int:
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     if args.serve:
         return serve_forever(args.serve)
-    runs, gets = (40, 300) if args.smoke else (300, 3000)
+    runs, gets, rounds = (40, 300, 2) if args.smoke else (300, 3000, 6)
     os.environ["OPENSANDBOX_DISABLE_METRICS"] = "1"
+    samples: list[float] = []
+    sdk_floor_samples: list[float] = []
+    mock_commands: list[float] = []
+    floor_commands: list[float] = []
     with served("mock") as url:
-        samples = asyncio.run(command_latencies(url, runs))
         sandbox_id = create_sandbox(url)
         mock_rps = requests_per_second(url, f"/v1/sandboxes/{sandbox_id}", gets, {"OPEN-SANDBOX-API-KEY": API_KEY})
-        mock_command, recorded = command_p50(url, sandbox_id, runs)
-    with served("bare", recorded) as url:
-        bare_rps = requests_per_second(url, f"/v1/sandboxes/{sandbox_id}", gets, {})
-        floor, _ = command_p50(url, sandbox_id, runs)
-        sdk_floor = percentile(asyncio.run(command_latencies(url, runs, sandbox_id)), 0.5)
+        _, recorded = command_samples(url, sandbox_id, 1)
+        with served("bare", recorded) as bare_url:
+            bare_rps = requests_per_second(bare_url, f"/v1/sandboxes/{sandbox_id}", gets, {})
+            for _ in range(rounds):  # alternating, so a slower or faster spell of the machine hits both sides
+                mock_commands += command_samples(url, sandbox_id, runs // rounds)[0]
+                floor_commands += command_samples(bare_url, sandbox_id, runs // rounds)[0]
+                samples += asyncio.run(command_latencies(url, runs // rounds, sandbox_id))
+                sdk_floor_samples += asyncio.run(command_latencies(bare_url, runs // rounds, sandbox_id))
+    mock_command, floor = percentile(mock_commands, 0.5), percentile(floor_commands, 0.5)
+    sdk_floor = percentile(sdk_floor_samples, 0.5)
     p50, p95 = percentile(samples, 0.5) * 1000, percentile(samples, 0.95) * 1000
     print(
         f"opensandbox commands.run('echo hi') via SDK over loopback: n={len(samples)} "

@@ -52,7 +52,6 @@ _U32 = next(code for code in "IL" if array(code).itemsize == 4)
 _HOST_BITS = [~prefix_mask(prefix) & 0xFFFFFFFF for prefix in range(33)]
 #: Byte -> 1 for a digit, 0 otherwise: a selector for ``compress``.
 _IS_DIGIT = bytes(int(byte in _DIGIT_BYTES) for byte in range(256))
-_ACTIONS = frozenset(("allow", "deny"))
 _action_of = itemgetter("action")
 _target_of = itemgetter("target")
 _last_character = itemgetter(-1)
@@ -175,10 +174,10 @@ def canonical_entries(value: Sequence[object], where: str) -> tuple[tuple[str, .
     return entries, DomainIndex.from_tables(exact, wild), CidrIndex.from_tables(by_prefix)
 
 
-def plain_rules(egress: Sequence[object]) -> tuple[list[str], list[str]] | None:
+def plain_rules(egress: Sequence[object], actions: frozenset[str]) -> tuple[list[str], list[str]] | None:
     """Return the actions and targets of a long OpenSandbox egress list of plain rules, or None.
 
-    A plain rule is a dict of exactly ``action`` (``allow`` or ``deny``) and ``target``, whose target
+    A plain rule is a dict of exactly ``action`` (one of ``actions``, the caller's rule) and ``target``, whose target
     ``canonical_target`` keeps as it is at once: a lowercase domain or ``*.`` wildcard of at most 63
     characters ending in no digit, or a canonical dotted quad. None means "take the per-rule path".
     """
@@ -191,9 +190,9 @@ def plain_rules(egress: Sequence[object]) -> tuple[list[str], list[str]] | None:
         items = cast("Sequence[dict[str, object]]", egress)
         if set(map(len, items)) != {2}:
             return None
-        actions = list(map(_action_of, items))  # a dict of two keys holding both holds nothing else
+        given = list(map(_action_of, items))  # a dict of two keys holding both holds nothing else
         targets = list(map(_target_of, items))
-        if not _ACTIONS.issuperset(actions):
+        if not actions.issuperset(given):
             return None
         joined = "\n".join(targets).encode("ascii")
     except (KeyError, TypeError, UnicodeEncodeError):
@@ -204,4 +203,4 @@ def plain_rules(egress: Sequence[object]) -> tuple[list[str], list[str]] | None:
     ends_in_digit = len(lasts.translate(None, _DIGIT_BYTES)) != count
     if ends_in_digit and _addresses(list(compress(targets, lasts.translate(_IS_DIGIT)))) is None:
         return None  # a target ending in a digit must be a canonical dotted quad
-    return actions, targets
+    return given, targets

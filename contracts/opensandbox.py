@@ -54,6 +54,7 @@ from contracts.errors import PolicyError
 
 Action = Literal["allow", "deny"]
 ACTIONS: tuple[Action, ...] = ("allow", "deny")
+_ACTION_SET = frozenset(ACTIONS)  # what the whole-list check of contracts._bulk is given
 
 INVALID_POLICY = "invalid_policy"
 INVALID_DEFAULT_ACTION = "invalid_default_action"
@@ -318,7 +319,7 @@ class NetworkPolicy:
     @cached_property
     def _index(self) -> _Index:
         """Build the lookup index on first use."""
-        return _index_of(list(map(_target_attribute, self.egress)))
+        return _index_of(tuple(map(_target_attribute, self.egress)))
 
     @classmethod
     def from_json(cls, obj: object) -> NetworkPolicy:
@@ -362,18 +363,18 @@ def _plain_rules(egress: Sequence[object]) -> tuple[list[str], list[str]] | None
     """Return ``contracts._bulk.plain_rules(egress)``, loading that module with the first policy that has rules."""
     from contracts._bulk import plain_rules
 
-    return plain_rules(egress)
+    return plain_rules(egress, _ACTION_SET)
 
 
-def _index_of(targets: list[str]) -> _Index:
-    """Return the index of rules with these targets, in order; ``targets`` is reversed in place."""
-    targets.reverse()  # backwards: the first position of a key is written last
+def _index_of(targets: Sequence[str]) -> _Index:
+    """Return the index of rules with these targets, in order."""
+    backwards = targets[::-1]  # the first position of a key is written last
     positions = range(len(targets) - 1, -1, -1)
-    wild = list(map(_is_wildcard_target, targets))
+    wild = list(map(_is_wildcard_target, backwards))
     if not any(wild):
-        return _Index(dict(zip(targets, positions, strict=True)))
-    exact = dict(zip(compress(targets, map(not_, wild)), compress(positions, map(not_, wild)), strict=True))
-    suffixes = map(_suffix_of_wildcard, compress(targets, wild))
+        return _Index(dict(zip(backwards, positions, strict=True)))
+    exact = dict(zip(compress(backwards, map(not_, wild)), compress(positions, map(not_, wild)), strict=True))
+    suffixes = map(_suffix_of_wildcard, compress(backwards, wild))
     return _Index(exact, dict(zip(suffixes, compress(positions, wild), strict=True)))
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts import _bulk, opensandbox
-from contracts._bulk import BULK_MIN, plain_rules
+from contracts._bulk import BULK_MIN
 from contracts.opensandbox import (
     NetworkPolicy,
     NetworkRule,
@@ -167,7 +167,7 @@ def test_a_10k_rule_policy_decides_like_the_linear_scan() -> None:
         assert decide_egress(policy, host) == decide_egress_naive(policy, host)
 
 
-# The whole-list way in (``contracts._bulk.plain_rules``): a long egress list of plain, canonical rules.
+# The whole-list way in (``contracts._bulk.plain_rules``, through ``contracts.opensandbox._plain_rules``): a long egress list of plain, canonical rules.
 
 FILLER = [
     {"action": "allow" if i % 3 else "deny", "target": f"svc{i}.team{i % 7}.example.com"} for i in range(BULK_MIN)
@@ -197,7 +197,7 @@ def _per_rule(items: list[Any]) -> tuple[tuple[str, str], ...] | str:
 
 def _agrees(items: list[Any]) -> bool:
     """Tell whether the whole-list path declines ``items`` or takes them just as the per-rule path would."""
-    plain = plain_rules(items)
+    plain = opensandbox._plain_rules(items)
     return plain is None or tuple(zip(*plain, strict=True)) == _per_rule(items)
 
 
@@ -207,7 +207,7 @@ def _with(item: object) -> list[Any]:
 
 def test_a_long_plain_list_takes_the_whole_list_path() -> None:
     items = [*FILLER, *({"action": "allow", "target": t} for t in ("*.cdn.example.org", "10.1.2.3", "a-b_c.io"))]
-    assert plain_rules(items) is not None
+    assert opensandbox._plain_rules(items) is not None
     policy = NetworkPolicy.from_json({"defaultAction": "deny", "egress": items})
     assert policy.egress == tuple(NetworkRule(item["action"], item["target"]) for item in items)
     assert all(type(rule) is NetworkRule for rule in policy.egress)
@@ -217,7 +217,7 @@ def test_a_long_plain_list_takes_the_whole_list_path() -> None:
 
 
 def test_a_short_list_takes_the_per_rule_path() -> None:
-    assert plain_rules(FILLER[:-1]) is None
+    assert opensandbox._plain_rules(FILLER[:-1]) is None
 
 
 @pytest.mark.parametrize("raw", NEAR_MISSES)
@@ -227,7 +227,7 @@ def test_targets_agree_with_the_rule_in_a_long_list(raw: str) -> None:
 
 @pytest.mark.parametrize("item", ITEM_MISSES, ids=repr)
 def test_items_that_are_no_plain_rule_take_the_per_rule_path(item: object) -> None:
-    assert plain_rules(_with(item)) is None
+    assert opensandbox._plain_rules(_with(item)) is None
     with pytest.raises(PolicyError) as raised:
         NetworkPolicy.from_json({"egress": _with(item)})
     assert "egress[100]" in str(raised.value)  # the per-rule path names the first bad rule
@@ -244,20 +244,25 @@ def _lenient_pton(family: int, text: str) -> bytes:
     return socket.inet_aton(text)  # takes 01, 0x1 and 1.2.3 too
 
 
-#: Plausible wrong whole-list checks, each a patch of one ``contracts._bulk`` name.
-WRONG_BULK: dict[str, Callable[[], tuple[str, object]]] = {
-    "any action passes": lambda: ("_ACTIONS", frozenset(("allow", "deny", "permit", "ALLOW"))),
-    "uppercase passes": lambda: ("_ALLOWED", {**_bulk._ALLOWED, "egress": _bulk._ALLOWED["egress"] + b"ABCEGM"}),
-    "long names pass": lambda: ("_LONGEST", 1000),
-    "hyphens at label edges pass": lambda: ("_hyphens_inside", lambda shape: True),
-    "a lenient address parser": lambda: ("_inet_pton", _lenient_pton),
-    "targets ending in a digit are not checked": lambda: ("_addresses", lambda texts: [0] * len(texts)),
+#: Plausible wrong whole-list checks, each a patch of one name in ``contracts._bulk`` (or of what
+#: ``contracts.opensandbox`` hands it).
+WRONG_BULK: dict[str, Callable[[], tuple[object, str, object]]] = {
+    "any action passes": lambda: (opensandbox, "_ACTION_SET", frozenset(("allow", "deny", "permit", "ALLOW"))),
+    "uppercase passes": lambda: (
+        _bulk,
+        "_ALLOWED",
+        {**_bulk._ALLOWED, "egress": _bulk._ALLOWED["egress"] + b"ABCEGM"},
+    ),
+    "long names pass": lambda: (_bulk, "_LONGEST", 1000),
+    "hyphens at label edges pass": lambda: (_bulk, "_hyphens_inside", lambda shape: True),
+    "a lenient address parser": lambda: (_bulk, "_inet_pton", _lenient_pton),
+    "targets ending in a digit are not checked": lambda: (_bulk, "_addresses", lambda texts: [0] * len(texts)),
 }
 
 
 @pytest.mark.parametrize("wrong_bulk", sorted(WRONG_BULK))
 def test_each_wrong_whole_list_check_is_caught(wrong_bulk: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_bulk, *WRONG_BULK[wrong_bulk]())
+    monkeypatch.setattr(*WRONG_BULK[wrong_bulk]())
     items = [{"action": "allow", "target": raw} for raw in NEAR_MISSES] + [i for i in ITEM_MISSES if type(i) is dict]
     caught = [item for item in items if not _agrees(_with(item))]
     assert caught, f"no near miss catches the wrong check: {wrong_bulk}"
